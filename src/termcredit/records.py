@@ -1,0 +1,137 @@
+"""The data contract between stages: small dataclasses with a JSON round trip.
+
+Raw strace text travels in ``CommandRecord.trace`` in memory but is written to ``trace/`` files,
+not into ``trajectory.json`` (traces are large; JSON stays readable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass
+class CommandRecord:
+    """One command run in the traced shell."""
+
+    command: str
+    stdout: str
+    stderr: str
+    exit_code: int
+    duration_s: float
+    timed_out: bool = False
+    output_truncated: bool = False
+    shell_restarted: bool = False  # the command ended the shell (exit, killed builtin loop)
+    seq: int = 0
+    trace: str = ""  # raw strace lines from start marker to end marker (not serialised)
+    trace_file: str | None = None  # relative to the trial dir, once written
+
+
+ShellResult = CommandRecord
+
+
+@dataclass
+class Step:
+    """One agent turn: what the agent proposed and what running it did."""
+
+    index: int
+    action: str  # the raw action text (for a policy: its decoded output)
+    command: CommandRecord | None = None  # None for an invalid action or the `done` action
+    observation: str = ""  # what the agent was shown
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class VerifierReport:
+    reward: float
+    rewards: dict[str, float] = field(default_factory=dict)  # reward.json metrics, if any
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    stdout: str = ""
+    stderr: str = ""
+    trace_file: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class Trajectory:
+    task: str
+    instruction: str
+    agent: str
+    steps: list[Step] = field(default_factory=list)
+    verifier: VerifierReport | None = None
+    termination: str = ""  # done | max_turns | agent_timeout | error | ...
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrialResult:
+    task: str
+    reward: float
+    trial_dir: str
+    error: str | None = None
+    attempt: int = 0
+    duration_s: float = 0.0
+    n_steps: int = 0
+
+
+# ---------------------------------------------------------------- JSON round trip
+
+_SKIP = {("CommandRecord", "trace")}
+
+
+def to_dict(obj: Any) -> Any:
+    """Dataclass -> JSON-able dict (drops in-memory-only fields such as raw traces)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        name = type(obj).__name__
+        return {
+            f.name: to_dict(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if (name, f.name) not in _SKIP
+        }
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def from_dict(cls: type[T], data: Any) -> T:
+    """Inverse of ``to_dict`` for the dataclasses of this module (nested, lists, optionals)."""
+    return _build(cls, data)
+
+
+def _build(tp: Any, data: Any) -> Any:
+    if data is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _build(args[0], data) if len(args) == 1 else data
+    if origin is list:
+        (inner,) = typing.get_args(tp) or (Any,)
+        return [_build(inner, x) for x in data]
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        known = {f.name for f in dataclasses.fields(tp)}
+        return tp(**{k: _build(hints[k], v) for k, v in data.items() if k in known})
+    return data
+
+
+def save_json(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(to_dict(obj), indent=2, ensure_ascii=False) + "\n")
+    tmp.replace(path)  # atomic: a crash never leaves half a file
+
+
+def load_json(cls: type[T], path: Path) -> T:
+    return from_dict(cls, json.loads(Path(path).read_text()))

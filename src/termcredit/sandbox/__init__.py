@@ -1,0 +1,14 @@
+"""Docker sandboxes: images, one locked-down container per episode, a traced persistent shell,
+a pool that starts containers ahead of need, and cleanup. Knows nothing of RL."""
+
+from .container import Sandbox, SandboxSpec
+from .engine import EngineError, docker_client
+from .images import ImageBuildError, ImageMap, build_task_image, ensure_base_image
+from .owner import gc
+from .pool import SandboxPool
+from .shell import ShellError, TracedShell
+
+__all__ = [
+    "Sandbox", "SandboxSpec", "SandboxPool", "TracedShell", "ShellError", "EngineError",
+    "ImageBuildError", "ImageMap", "build_task_image", "ensure_base_image", "docker_client", "gc",
+]

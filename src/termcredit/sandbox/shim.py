@@ -1,0 +1,300 @@
+"""In-container shim: one persistent bash under strace, driven over stdin/stdout.
+
+This file runs *inside* the sandbox as ``python3 -c <this source> <config json>``; it is never
+written into the container's file system, so the agent cannot alter it. Stdlib only.
+
+Process tree:  shim -> strace -f ... -o FIFO -> bash --norc --noprofile
+The FIFO is unlinked as soon as strace has opened it, so the trace exists only as a pipe between
+strace and the shim (never a file the agent could read or edit), and bash does not inherit it
+(strace opens its output close-on-exec).
+
+Wire protocol (both directions): frames of ``>I`` header length, JSON header, then the raw blobs
+whose byte lengths the header lists in ``"blobs"``.
+  host -> shim: {"op": "run", "seq", "cmd", "timeout", "cap"} | {"op": "close"}
+  shim -> host: {"op": "ready", ...} | {"op": "result", "seq", "exit_code", ..., "blobs": [...]}
+                 blobs of a result: stdout, stderr, trace (strace text of this command)
+"""
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+CFG = json.loads(sys.argv[1])
+NONCE = CFG["nonce"]
+MARK_DIR = "/__termcredit__/" + NONCE
+STRACE = CFG["strace"]  # argv prefix up to and including "-o"
+GRACE_S = 1.0  # after killing a timed-out command's processes, wait this long before killing bash
+TAIL_KEEP = 4096
+
+
+def send(header, *blobs):
+    header = dict(header, blobs=[len(b) for b in blobs])
+    raw = json.dumps(header).encode()
+    out = sys.stdout.buffer
+    out.write(struct.pack(">I", len(raw)) + raw)
+    for b in blobs:
+        out.write(b)
+    out.flush()
+
+
+def read_exact(n):
+    buf = b""
+    while len(buf) < n:
+        chunk = os.read(0, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+
+def recv():
+    (n,) = struct.unpack(">I", read_exact(4))
+    return json.loads(read_exact(n))
+
+
+def ansi_c_quote(text):
+    """bash $'...' quoting that survives any byte, so the command text reaches eval intact."""
+    out = []
+    for ch in text.encode("utf-8", "surrogateescape"):
+        if ch in (0x27, 0x5C) or ch < 0x20 or ch >= 0x7F:
+            out.append("\\x%02x" % ch)
+        else:
+            out.append(chr(ch))
+    return "$'" + "".join(out) + "'"
+
+
+class Capped:
+    """Keeps the head and a short tail of a stream; counts what was dropped in between."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, data):
+        room = self.cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > TAIL_KEEP:
+                cut = len(self.tail) - TAIL_KEEP
+                self.dropped += cut
+                del self.tail[:cut]
+
+    def value(self):
+        if not self.dropped:
+            return bytes(self.head + self.tail)
+        note = b"\n[... termcredit: %d bytes of output omitted ...]\n" % self.dropped
+        return bytes(self.head) + note + bytes(self.tail)
+
+
+def children_map():
+    kids = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        kids.setdefault(ppid, []).append(int(name))
+    return kids
+
+
+def descendants(root):
+    kids, out, todo = children_map(), [], [root]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_pids(pids):
+    for pid in pids:  # stop first so nothing forks while we kill
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except OSError:
+            pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+class Shell:
+    def __init__(self, cwd):
+        self.cwd = cwd
+        os.makedirs("/run/termcredit", mode=0o700, exist_ok=True)
+        fifo = "/run/termcredit/%s.%d" % (NONCE, time.monotonic_ns())
+        os.mkfifo(fifo, 0o600)
+        self.trace_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        argv = STRACE + [fifo, "--", "bash", "--norc", "--noprofile"]
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=cwd, bufsize=0, start_new_session=True,
+        )
+        self.strace_pid = self.proc.pid
+        self.out_fd = self.proc.stdout.fileno()
+        self.err_fd = self.proc.stderr.fileno()
+        self.trace = bytearray()
+        # Wait for strace to open the FIFO (its first line is bash's execve), then unlink it.
+        deadline = time.monotonic() + 10
+        while not self.trace and time.monotonic() < deadline:
+            select.select([self.trace_fd], [], [], 0.05)
+            self._drain_trace()
+        os.unlink(fifo)
+        self.bash_pid = self._find_bash()
+        self.alive = self.bash_pid is not None
+
+    def _find_bash(self):
+        for _ in range(200):
+            kids = children_map().get(self.strace_pid, [])
+            if kids:
+                return kids[0]
+            time.sleep(0.005)
+        return None
+
+    def _drain_trace(self):
+        try:
+            while True:
+                chunk = os.read(self.trace_fd, 1 << 16)
+                if not chunk:
+                    return False
+                self.trace += chunk
+        except BlockingIOError:
+            return True
+
+    def _drain_pipes(self, streams):
+        for fd, buf in streams.items():
+            while select.select([fd], [], [], 0)[0]:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                buf.extend(chunk)
+
+    def run(self, seq, cmd, timeout, cap):
+        # The end marker's chdir carries the exit code. It is also the completion signal: the
+        # command's own writes to stdout/stderr finished before bash made that syscall, so one
+        # drain of both pipes after seeing it collects all of the command's output, even when
+        # the command redirected or closed the shell's stdout/stderr.
+        trace_end = ('chdir("%s/e%d.' % (MARK_DIR, seq)).encode()
+        script = "__tc_c=%s\ncd %s/s%d 2>/dev/null\neval \"$__tc_c\" </dev/null\ncd %s/e%d.$? 2>/dev/null\n" % (
+            ansi_c_quote(cmd), MARK_DIR, seq, MARK_DIR, seq)
+        before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
+        start_trace = len(self.trace)
+        streams = {self.out_fd: bytearray(), self.err_fd: bytearray()}
+        open_fds = [self.out_fd, self.err_fd, self.trace_fd]
+        t0 = time.monotonic()
+        deadline = t0 + timeout
+        timed_out = False
+        killed_at = ended_at = exit_code = None
+        try:
+            self.proc.stdin.write(script.encode())
+        except BrokenPipeError:
+            self.alive = False
+        while self.alive:
+            now = time.monotonic()
+            if ended_at is not None:
+                self._drain_pipes(streams)
+                break
+            if now >= deadline and killed_at is None:
+                timed_out, killed_at = True, now
+                kill_pids([p for p in descendants(self.bash_pid) if p not in before])
+            elif killed_at is not None and now - killed_at > GRACE_S:
+                kill_pids([self.bash_pid])  # a builtin loop in the shell itself: only bash can go
+                killed_at = float("inf")
+            wait = 0.05 if timed_out else max(0.0, min(0.5, deadline - now))
+            ready, _, _ = select.select(open_fds, [], [], wait)
+            for fd in ready:
+                if fd == self.trace_fd:
+                    if not self._drain_trace():
+                        open_fds.remove(fd)
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    streams[fd].extend(chunk)
+                else:
+                    open_fds.remove(fd)
+            if ended_at is None:
+                i = self.trace.find(trace_end, start_trace)
+                if i >= 0:
+                    j = self.trace.find(b'")', i)
+                    if j >= 0:
+                        exit_code = int(self.trace[i + len(trace_end) : j])
+                        ended_at = time.monotonic()
+            if self.trace_fd not in open_fds or self.proc.poll() is not None:
+                self.alive = False
+        duration = (ended_at or time.monotonic()) - t0
+        self._drain_trace()
+        if not self.alive:
+            try:
+                code = self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = -1
+            self._drain_pipes(streams)
+            if exit_code is None:
+                exit_code = 137 if timed_out else code
+        trace = bytes(self.trace[start_trace:])
+        del self.trace[:]
+        result = {}
+        for name, fd in (("stdout", self.out_fd), ("stderr", self.err_fd)):
+            capped = Capped(cap)
+            capped.add(bytes(streams[fd]))
+            result[name] = capped
+        header = {
+            "op": "result", "seq": seq, "exit_code": exit_code, "duration_s": duration,
+            "timed_out": timed_out, "shell_restarted": not self.alive,
+            "stdout_dropped": result["stdout"].dropped, "stderr_dropped": result["stderr"].dropped,
+        }
+        return header, result["stdout"].value(), result["stderr"].value(), trace
+
+    def cwd_now(self):
+        try:
+            return os.readlink("/proc/%d/cwd" % self.bash_pid)
+        except OSError:
+            return self.cwd
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=2)
+        except Exception:
+            kill_pids(descendants(self.strace_pid))
+
+
+def main():
+    shell = Shell(CFG.get("cwd") or os.getcwd())
+    send({"op": "ready", "bash_pid": shell.bash_pid, "alive": shell.alive}, bytes(shell.trace))
+    del shell.trace[:]
+    while True:
+        try:
+            req = recv()
+        except EOFError:
+            break
+        if req["op"] == "close":
+            break
+        cwd = shell.cwd_now()
+        header, out, err, trace = shell.run(req["seq"], req["cmd"], req["timeout"], req["cap"])
+        if not shell.alive:  # `exit`, a killed builtin loop, ...: restart where it stood
+            shell.close()
+            shell = Shell(cwd)
+            header["restart_trace_len"] = len(shell.trace)
+            trace += bytes(shell.trace)
+            del shell.trace[:]
+        send(header, out, err, trace)
+    shell.close()
+
+
+if __name__ == "__main__":
+    main()
