@@ -67,8 +67,10 @@ class Sandbox:
             self.remove()
             raise
 
-    def open_shell(self, workdir: str | None = None) -> TracedShell:
-        return TracedShell(self.client.api, self.id, workdir=workdir or self.workdir)
+    def open_shell(self, workdir: str | None = None,
+                   env: dict[str, str] | None = None) -> TracedShell:
+        """A new traced shell in this container (the agent's, or a fresh one for the verifier)."""
+        return TracedShell(self.client.api, self.id, workdir=workdir or self.workdir, env=env)
 
     def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> CommandRecord:
         assert self.shell is not None

@@ -1,0 +1,114 @@
+"""The one `termcredit` command; each verb is a thin layer over a package function."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+console = Console(stderr=True)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .harness.run import RunConfig, run
+    from .tasks import find_tasks
+
+    tasks = find_tasks(args.task)
+    cfg = RunConfig(tasks=tasks, agent=args.agent, attempts=args.attempts,
+                    concurrency=args.concurrency, out=Path(args.out) if args.out else None,
+                    command_timeout=args.command_timeout, image_map=args.image_map,
+                    force_build=args.force_build)
+    summary = run(cfg, console)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _cmd_image(args: argparse.Namespace) -> int:
+    from .sandbox import ImageMap, build_task_image, docker_client, ensure_base_image
+    from .tasks import load_task
+
+    client = docker_client()
+    log = lambda m: console.print(f"[dim]{m}[/]")  # noqa: E731
+    base = ensure_base_image(client, force=args.force and args.what == "base", log=log)
+    if args.what == "base":
+        print(base)
+        return 0
+    for path in args.paths:
+        task = load_task(path)
+        print(build_task_image(client, task.environment_dir, task.name, base_ref=base,
+                               image_map=ImageMap.load(args.image_map), force=args.force,
+                               log=log))
+    return 0
+
+
+def _cmd_gc(args: argparse.Namespace) -> int:
+    from .sandbox import docker_client, gc
+
+    removed = gc(docker_client(), run_id=args.run, everything=args.all)
+    console.print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed)
+                                                            if removed else ""))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="termcredit",
+        description="Terminal-agent RL environment with strace-grounded credit assignment.",
+    )
+    sub = p.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    r = sub.add_parser("run", help="run agents on tasks in traced Docker sandboxes",
+                       description="Run an agent on Harbor-format tasks; each trial gets a fresh "
+                       "sandbox, a traced persistent shell and the task's verifier.")
+    r.add_argument("--task", action="append", required=True, metavar="PATH",
+                   help="task folder, or a folder of task folders (repeatable)")
+    r.add_argument("--agent", default="oracle",
+                   help="oracle | nop | replay:FILE | module:Class | file.py:Class (default oracle)")
+    r.add_argument("--attempts", "-k", type=int, default=1, help="trials per task (default 1)")
+    r.add_argument("--concurrency", "-n", type=int, default=2,
+                   help="trials at once (default 2)")
+    r.add_argument("--out", help="run directory (default runs/<stamp>-<agent>)")
+    r.add_argument("--command-timeout", type=float, default=120.0,
+                   help="per-command timeout in seconds (default 120)")
+    r.add_argument("--image-map", help="TOML file with an [image_map] table for FROM lines")
+    r.add_argument("--force-build", action="store_true", help="rebuild task images")
+    r.add_argument("--json", action="store_true", help="print result.json to stdout")
+    r.set_defaults(func=_cmd_run)
+
+    i = sub.add_parser("image", help="build the base image or task images",
+                       description="Build termcredit/base:<recipe hash> (cached), or the images "
+                       "of task folders.")
+    i.add_argument("what", choices=["base", "task"])
+    i.add_argument("paths", nargs="*", metavar="TASK", help="task folders (with `task`)")
+    i.add_argument("--force", action="store_true", help="rebuild even if cached")
+    i.add_argument("--image-map", help="TOML file with an [image_map] table for FROM lines")
+    i.set_defaults(func=_cmd_image)
+
+    g = sub.add_parser("gc", help="remove containers left by dead runs",
+                       description="Remove termcredit containers whose owning process is gone.")
+    g.add_argument("--run", help="remove this run id's containers, owner alive or not")
+    g.add_argument("--all", action="store_true", help="remove every termcredit container")
+    g.set_defaults(func=_cmd_gc)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .sandbox import EngineError, ImageBuildError
+    from .tasks import TaskError
+
+    try:
+        return args.func(args)
+    except (TaskError, ImageBuildError, EngineError, FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

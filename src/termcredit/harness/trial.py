@@ -1,0 +1,60 @@
+"""One trial: a fresh sandbox, the agent's episode, the verifier, files on disk."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+
+from ..records import Trajectory, TrialResult, save_json
+from ..sandbox import SandboxPool, SandboxSpec
+from ..tasks import Task
+from ..tasks.verifier import run_verifier
+from .agents import Agent, AgentEnv, AgentTimeout
+
+
+def task_spec(task: Task, image: str) -> SandboxSpec:
+    return SandboxSpec(
+        image=image, cpus=task.cpus, memory_mb=task.memory_mb,
+        env=tuple(sorted(task.env.items())), labels=(("termcredit.task", task.name),),
+    )
+
+
+def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, trial_dir: Path,
+              *, attempt: int = 0, command_timeout: float = 120.0) -> TrialResult:
+    """Run one episode end to end. Errors are recorded, never raised: a failed trial still
+    leaves its trajectory (with every step that ran) on disk."""
+    t0 = time.monotonic()
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    traj = Trajectory(task=task.name, instruction=task.instruction, agent=agent.name)
+    error: str | None = None
+    sandbox = None
+    try:
+        sandbox = pool.acquire(spec)
+        traj.info["container"] = sandbox.id[:12]
+        traj.info["image"] = spec.image
+        (trial_dir / "trace").mkdir(exist_ok=True)
+        (trial_dir / "trace" / "shell-start.strace").write_text(sandbox.shell.session_trace[0])
+        env = AgentEnv(sandbox, task, traj, trial_dir, command_timeout=command_timeout)
+        try:
+            agent.run(env)
+            traj.termination = "done"
+        except AgentTimeout:
+            traj.termination = "agent_timeout"
+        save_json(traj, trial_dir / "trajectory.json")  # agent part is safe before verifying
+        traj.verifier = run_verifier(sandbox, task, trial_dir)
+        error = traj.verifier.error
+    except Exception as exc:  # recorded per trial; the run goes on
+        traj.termination = traj.termination or "error"
+        error = f"{type(exc).__name__}: {exc}"
+        (trial_dir / "error.txt").write_text(traceback.format_exc())
+    finally:
+        if sandbox is not None:
+            pool.release(sandbox)
+        save_json(traj, trial_dir / "trajectory.json")
+    reward = traj.verifier.reward if traj.verifier else 0.0
+    result = TrialResult(task=task.name, reward=reward, trial_dir=str(trial_dir), error=error,
+                         attempt=attempt, duration_s=time.monotonic() - t0,
+                         n_steps=len(traj.steps))
+    save_json(result, trial_dir / "result.json")
+    return result

@@ -1,0 +1,159 @@
+"""Harbor-format task folders: model and validating loader.
+
+A task is a folder with ``instruction.md``, ``task.toml``, ``environment/Dockerfile`` (+ files),
+``tests/test.sh`` (+ files) and optionally ``solution/solve.sh``. Every error names the file and
+the field at fault, so a user can fix a task without reading this code.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class TaskError(ValueError):
+    def __init__(self, file: Path, message: str, field_name: str | None = None):
+        self.file, self.field = file, field_name
+        where = f"{file}: field '{field_name}'" if field_name else str(file)
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class Task:
+    name: str
+    path: Path
+    instruction: str
+    agent_timeout_sec: float = 600.0
+    verifier_timeout_sec: float = 600.0
+    build_timeout_sec: float = 600.0
+    cpus: float = 1.0
+    memory_mb: int = 2048
+    storage_mb: int = 10240
+    allow_internet: bool = False
+    docker_image: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    verifier_env: dict[str, str] = field(default_factory=dict)
+    solution_env: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def environment_dir(self) -> Path:
+        return self.path / "environment"
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.path / "tests"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.path / "solution"
+
+    @property
+    def has_solution(self) -> bool:
+        return (self.solution_dir / "solve.sh").is_file()
+
+
+# (section, key) -> (Task attribute, accepted types, check, description)
+_NUM = (int, float)
+_FIELDS: dict[tuple[str, str], tuple[str, tuple[type, ...], str]] = {
+    ("agent", "timeout_sec"): ("agent_timeout_sec", _NUM, "positive"),
+    ("verifier", "timeout_sec"): ("verifier_timeout_sec", _NUM, "positive"),
+    ("environment", "build_timeout_sec"): ("build_timeout_sec", _NUM, "positive"),
+    ("environment", "cpus"): ("cpus", _NUM, "positive"),
+    ("environment", "memory_mb"): ("memory_mb", (int,), "positive"),
+    ("environment", "storage_mb"): ("storage_mb", (int,), "positive"),
+    ("environment", "allow_internet"): ("allow_internet", (bool,), "any"),
+    ("environment", "docker_image"): ("docker_image", (str,), "nonempty"),
+    ("environment", "env"): ("env", (dict,), "strmap"),
+    ("verifier", "env"): ("verifier_env", (dict,), "strmap"),
+    ("solution", "env"): ("solution_env", (dict,), "strmap"),
+    ("metadata", ""): ("metadata", (dict,), "any"),
+}
+_TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
+               dict: "a table"}
+
+
+def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: str) -> Any:
+    ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
+    if not ok:
+        want = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in types))
+        raise TaskError(file, f"must be {want}, got {type(value).__name__} {value!r}", dotted)
+    if rule == "positive" and value <= 0:
+        raise TaskError(file, f"must be greater than 0, got {value!r}", dotted)
+    if rule == "nonempty" and not value.strip():
+        raise TaskError(file, "must not be empty", dotted)
+    if rule == "strmap":
+        for k, v in value.items():
+            if not isinstance(v, (str, int, float, bool)):
+                raise TaskError(file, f"value of {k!r} must be a string", f"{dotted}.{k}")
+        value = {str(k): str(v) for k, v in value.items()}
+    return float(value) if types is _NUM else value
+
+
+def load_task(path: str | Path) -> Task:
+    """Load and validate one task folder; raises TaskError naming the file and field."""
+    root = Path(path).resolve()
+    if not root.is_dir():
+        raise TaskError(root, "task folder not found")
+    toml_path = root / "task.toml"
+    if not toml_path.is_file():
+        raise TaskError(toml_path, "missing (every task needs a task.toml)")
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(toml_path, f"not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise TaskError(toml_path, "not UTF-8 text") from exc
+
+    kwargs: dict[str, Any] = {}
+    for section, body in data.items():
+        if section in ("schema_version", "version"):
+            continue
+        if not isinstance(body, dict):
+            raise TaskError(toml_path, f"must be a table ([{section}]), got {body!r}", section)
+    for (section, key), (attr, types, rule) in _FIELDS.items():
+        body = data.get(section)
+        if body is None:
+            continue
+        if key == "":
+            kwargs[attr] = _check(toml_path, section, body, types, rule)
+        elif key in body:
+            kwargs[attr] = _check(toml_path, f"{section}.{key}", body[key], types, rule)
+
+    task_section = data.get("task", {})
+    name = task_section.get("name", root.name)
+    if not isinstance(name, str) or not name.strip():
+        raise TaskError(toml_path, "must be a non-empty string", "task.name")
+    name = name.split("/")[-1]  # Harbor names are "org/name"; folders and tags use the last part
+
+    instr = root / "instruction.md"
+    if not instr.is_file():
+        raise TaskError(instr, "missing (the agent's instructions live here)")
+    instruction = instr.read_text(errors="replace").strip()
+    if not instruction:
+        raise TaskError(instr, "is empty")
+    if "docker_image" not in kwargs and not (root / "environment" / "Dockerfile").is_file():
+        raise TaskError(root / "environment" / "Dockerfile",
+                        "missing (or set [environment].docker_image in task.toml)")
+    if not (root / "tests" / "test.sh").is_file():
+        raise TaskError(root / "tests" / "test.sh",
+                        "missing (it must write /logs/verifier/reward.txt or reward.json)")
+    return Task(name=name, path=root, instruction=instruction, **kwargs)
+
+
+def find_tasks(paths: list[str | Path]) -> list[Task]:
+    """Each path is a task folder or a folder of task folders."""
+    tasks: list[Task] = []
+    for p in map(Path, paths):
+        if (p / "task.toml").is_file():
+            tasks.append(load_task(p))
+        elif p.is_dir():
+            subs = sorted(d for d in p.iterdir() if (d / "task.toml").is_file())
+            if not subs:
+                raise TaskError(p, "neither a task folder nor a folder of tasks (no task.toml)")
+            tasks.extend(load_task(d) for d in subs)
+        else:
+            raise TaskError(p, "task folder not found")
+    return tasks
