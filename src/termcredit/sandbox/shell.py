@@ -13,7 +13,12 @@ from typing import Any
 
 from ..records import ShellResult
 
-SHIM_SOURCE = (Path(__file__).with_name("shim.py")).read_text()
+SHIM_SOURCE = (Path(__file__).with_name("shim.py")).read_bytes()
+# Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
+BOOTSTRAP = (
+    "import os,sys\nn=int(sys.argv[1]);s=b''\nwhile len(s)<n:s+=os.read(0,n-len(s))\n"
+    "exec(compile(s,'termcredit-shim','exec'),{'__name__':'__main__'})"
+)
 
 # Flags: reference/tracing.md §0. -y removes the fd table, -X raw makes flags bit tests,
 # --seccomp-bpf stops the tracee only on the lean syscall set below.
@@ -100,13 +105,14 @@ class TracedShell:
         self.session_trace: list[str] = []
         cfg = {"nonce": self.nonce, "strace": STRACE_ARGV, "cwd": workdir}
         exec_id = api.exec_create(
-            container_id, ["python3", "-c", SHIM_SOURCE, json.dumps(cfg)],
+            container_id, ["python3", "-c", BOOTSTRAP, str(len(SHIM_SOURCE)), json.dumps(cfg)],
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,
             workdir=workdir or None,
         )["Id"]
         raw = api.exec_start(exec_id, socket=True)
         self._sock: socket.socket = getattr(raw, "_sock", raw)
         self._stream = _DockerStream(self._sock)
+        self._sock.sendall(SHIM_SOURCE)
         try:
             ready = self._stream.read_frame(time.monotonic() + start_timeout)
         except (TimeoutError, ShellError) as exc:

@@ -1,7 +1,8 @@
 """In-container shim: one persistent bash under strace, driven over stdin/stdout.
 
-This file runs *inside* the sandbox as ``python3 -c <this source> <config json>``; it is never
-written into the container's file system, so the agent cannot alter it. Stdlib only.
+This file runs *inside* the sandbox: a one-line bootstrap (``BOOTSTRAP`` in shell.py) reads this
+source from stdin and executes it, so it is never written into the container's file system (the
+agent cannot alter it) and ``ps`` shows one short line. Stdlib only.
 
 Process tree:  shim -> strace -f ... -o FIFO -> bash --norc --noprofile
 The FIFO is unlinked as soon as strace has opened it, so the trace exists only as a pipe between
@@ -23,12 +24,20 @@ import subprocess
 import sys
 import time
 
-CFG = json.loads(sys.argv[1])
+# importable for tests; configured from argv when run as the shim
+CFG = json.loads(sys.argv[2]) if __name__ == "__main__" else {"nonce": "", "strace": []}
 NONCE = CFG["nonce"]
 MARK_DIR = "/__termcredit__/" + NONCE
 STRACE = CFG["strace"]  # argv prefix up to and including "-o"
 GRACE_S = 1.0  # after killing a timed-out command's processes, wait this long before killing bash
 TAIL_KEEP = 4096
+# Commands run inside a function so that a timeout can abandon the whole command list (the USR1
+# trap returns from it) without killing the shell and its state. The EXIT trap reports the cwd
+# through the trace, so a shell that a command ended restarts where it stood.
+INIT_SCRIPT = (
+    "__tc_run() { eval \"$__tc_c\"; }\ntrap 'return 137 2>/dev/null' USR1\n"
+    "trap 'cd \"%s/cwd$PWD\" 2>/dev/null' EXIT\n"
+)
 
 
 def send(header, *blobs):
@@ -156,6 +165,7 @@ class Shell:
         os.unlink(fifo)
         self.bash_pid = self._find_bash()
         self.alive = self.bash_pid is not None
+        self.proc.stdin.write((INIT_SCRIPT % MARK_DIR).encode())
 
     def _find_bash(self):
         for _ in range(200):
@@ -189,7 +199,7 @@ class Shell:
         # drain of both pipes after seeing it collects all of the command's output, even when
         # the command redirected or closed the shell's stdout/stderr.
         trace_end = ('chdir("%s/e%d.' % (MARK_DIR, seq)).encode()
-        script = "__tc_c=%s\ncd %s/s%d 2>/dev/null\neval \"$__tc_c\" </dev/null\ncd %s/e%d.$? 2>/dev/null\n" % (
+        script = "__tc_c=%s\ncd %s/s%d 2>/dev/null\n__tc_run </dev/null\ncd %s/e%d.$? 2>/dev/null\n" % (
             ansi_c_quote(cmd), MARK_DIR, seq, MARK_DIR, seq)
         before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
         start_trace = len(self.trace)
@@ -210,9 +220,16 @@ class Shell:
                 break
             if now >= deadline and killed_at is None:
                 timed_out, killed_at = True, now
+                # USR1 makes bash's trap return from __tc_run once the foreground job is gone,
+                # so the rest of the command list (or a builtin loop) is abandoned too.
+                try:
+                    os.kill(self.bash_pid, signal.SIGUSR1)
+                except OSError:
+                    pass
                 kill_pids([p for p in descendants(self.bash_pid) if p not in before])
             elif killed_at is not None and now - killed_at > GRACE_S:
-                kill_pids([self.bash_pid])  # a builtin loop in the shell itself: only bash can go
+                self.cwd = self.cwd_now()
+                kill_pids([self.bash_pid])  # USR1 trapped or ignored: only bash can go
                 killed_at = float("inf")
             wait = 0.05 if timed_out else max(0.0, min(0.5, deadline - now))
             ready, _, _ = select.select(open_fds, [], [], wait)
@@ -229,7 +246,7 @@ class Shell:
             if ended_at is None:
                 i = self.trace.find(trace_end, start_trace)
                 if i >= 0:
-                    j = self.trace.find(b'")', i)
+                    j = self.trace.find(b'"', i + len(trace_end))  # `")` or `" <unfinished`
                     if j >= 0:
                         exit_code = int(self.trace[i + len(trace_end) : j])
                         ended_at = time.monotonic()
@@ -247,6 +264,12 @@ class Shell:
                 exit_code = 137 if timed_out else code
         trace = bytes(self.trace[start_trace:])
         del self.trace[:]
+        if not self.alive:
+            i = trace.rfind(('chdir("%s/cwd' % MARK_DIR).encode())
+            if i >= 0:  # the EXIT trap's report: the C-escaped path up to the closing quote
+                j = trace.find(b'"', i + len(MARK_DIR) + 11)
+                raw = trace[i + len(MARK_DIR) + 11 : j].decode("ascii", "replace")
+                self.cwd = raw.encode("latin-1", "replace").decode("unicode_escape", "replace")
         result = {}
         for name, fd in (("stdout", self.out_fd), ("stderr", self.err_fd)):
             capped = Capped(cap)
@@ -261,9 +284,10 @@ class Shell:
 
     def cwd_now(self):
         try:
-            return os.readlink("/proc/%d/cwd" % self.bash_pid)
+            self.cwd = os.readlink("/proc/%d/cwd" % self.bash_pid)
         except OSError:
-            return self.cwd
+            pass
+        return self.cwd
 
     def close(self):
         try:
@@ -284,11 +308,11 @@ def main():
             break
         if req["op"] == "close":
             break
-        cwd = shell.cwd_now()
+        shell.cwd_now()
         header, out, err, trace = shell.run(req["seq"], req["cmd"], req["timeout"], req["cap"])
-        if not shell.alive:  # `exit`, a killed builtin loop, ...: restart where it stood
+        if not shell.alive:  # `exit`, a killed shell, ...: restart where it stood
             shell.close()
-            shell = Shell(cwd)
+            shell = Shell(shell.cwd if os.path.isdir(shell.cwd) else "/")
             header["restart_trace_len"] = len(shell.trace)
             trace += bytes(shell.trace)
             del shell.trace[:]

@@ -15,8 +15,11 @@ AT_FDCWD = -100
 # One token of an argument list. Order matters: a quoted string (with `\"` escapes and an
 # optional `...` truncation mark) must win over the bracket characters it may contain, and a
 # `-y` annotation `<...>` is taken whole (strace escapes `<`, `>` inside it as \74, \76).
-# The final `.` guarantees progress on anything else (an unbalanced quote, a stray `<`).
-TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"(?:\.\.\.)?|<[^<>\n]*>|[\[\]{}(),]|[^"<\[\]{}(),]+|.', re.S)
+# An unclosed quote swallows the rest (strace always closes its strings, so such a line is
+# malformed). The final `.` guarantees progress on anything else (a stray `<`).
+TOKEN = re.compile(
+    r'"(?:[^"\\]|\\.)*(?:"(?:\.\.\.)?|\\?\Z)|<[^<>\n]*>|[\[\]{}(),]|[^"<\[\]{}(),]+|.', re.S
+)
 
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(\.\.\.)?', re.S)
 _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)

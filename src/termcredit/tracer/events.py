@@ -157,6 +157,8 @@ def _open(sc: Syscall, cwd: str | None) -> list[Event]:
         dirfd_i, path_i, flags = 0, 1, parse_int(_arg(sc, 2) or "")
     path = arg_path(sc, cwd, dirfd_i, path_i)
     if not sc.ok:
+        if sc.errno == "ENOTDIR" and flags is not None and flags & O_DIRECTORY:
+            return []  # usually "exists but is no directory" (cp/mv/ln probing a target)
         return _probe(sc, path)
     if flags is None or flags & O_TMPFILE_BIT:
         return []  # an O_TMPFILE inode has no name until linkat() gives it one
@@ -164,7 +166,16 @@ def _open(sc: Syscall, cwd: str | None) -> list[Event]:
         path = norm(sc.ret_path)  # canonical: symlinks resolved by the kernel
     if path is None:
         return []
+    if (flags & (O_ACCMODE | O_DIRECTORY)) == 0 and _is_dir_handle(sc, path_i, path, cwd):
+        return []  # open(".") to save the cwd for a later fchdir (find, fts): no content read
     return [e for k in open_kinds(flags) for e in _ev(k, path, sc)]
+
+
+def _is_dir_handle(sc: Syscall, path_i: int, path: str, cwd: str | None) -> bool:
+    raw = parse_str(_arg(sc, path_i) or "")
+    if raw is not None and raw.value.rstrip("/").rsplit("/", 1)[-1] in (".", ".."):
+        return True
+    return path == cwd
 
 
 def _two_paths(sc: Syscall, cwd: str | None) -> tuple[str | None, str | None]:

@@ -142,8 +142,8 @@ class LineParser:
             return Exit(pid, ts, int(m.group(1)), None, line_no)
         if (m := _KILLED.fullmatch(body)) is not None:
             return Exit(pid, ts, None, m.group(1), line_no)
-        if body.endswith("+++"):  # e.g. `+++ superseded by execve in pid N +++`
-            self.stats.ignored += 1
+        if body.endswith("+++") and not body.startswith(("+++ exited", "+++ killed")):
+            self.stats.ignored += 1  # e.g. `+++ superseded by execve in pid N +++`
         else:
             self.stats.skipped += 1
         return None

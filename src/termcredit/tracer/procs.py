@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .decode import parse_fd, parse_int, parse_str, struct_field
-from .events import Event, arg_path, is_marker_path, norm, resolve, syscall_events
+from .events import Event, arg_path, is_marker_path, norm, syscall_events
 from .lines import Exit, Record, Syscall
 
 CLONE_FS = 0x200
@@ -73,7 +73,8 @@ def parse_marker(path: str) -> tuple[str, bool, int] | None:
 
 def clone_flags(sc: Syscall) -> int:
     if sc.name == "clone3":
-        return parse_int(struct_field(sc.args[0], "flags") or "") or 0 if sc.args else 0
+        flags = parse_int(struct_field(sc.args[0], "flags") or "") if sc.args else None
+        return flags or 0
     if sc.name == "clone":
         for arg in sc.args:
             key, sep, value = arg.partition("=")
@@ -120,7 +121,7 @@ class Tracker:
             index = queue.popleft()
         elif index is not None and queue and index in queue:
             queue.remove(index)
-        parent = None
+        parent, flags = None, 0
         if index is not None:
             self.consumed.add(index)
             parent_pid, flags = self.clone_of[index]
@@ -157,9 +158,9 @@ class Tracker:
         if name == "chdir" and not sc.orphan and self._chdir(sc, proc):
             return
         if name == "fchdir" and sc.ok:
-            path = parse_fd(sc.args[0]).fs_path if sc.args and parse_fd(sc.args[0]) else None
-            if path is not None:
-                proc.cwd.path = norm(path)
+            fd = parse_fd(sc.args[0]) if sc.args else None
+            if fd is not None and fd.fs_path is not None:
+                proc.cwd.path = norm(fd.fs_path)
             return
         if name in ("execve", "execveat") and sc.ok and not sc.orphan:
             events = syscall_events(sc, proc.cwd.path)
@@ -173,8 +174,9 @@ class Tracker:
         """Handle a chdir; True when fully handled (markers, successful moves)."""
         raw = parse_str(sc.args[0]) if sc.args else None
         target = arg_path(sc, proc.cwd.path, None, 0)
-        if raw is not None and is_marker_path(norm(raw.value) if raw.value else "."):
-            self._marker(sc, proc, raw.value)
+        if (raw is not None and is_marker_path(raw.value)) or (target and is_marker_path(target)):
+            if raw is not None:
+                self._marker(sc, proc, raw.value)
             if sc.ok and target is not None:
                 proc.cwd.path = target
             return True  # never an event, whoever issued it
@@ -207,4 +209,3 @@ def track(records: list[Record], nonce: str | None = None) -> EventStream:
     return Tracker(records, nonce).run()
 
 
-__all__ = ["Cwd", "EventStream", "Marker", "Process", "Tracker", "clone_flags", "track", "resolve"]

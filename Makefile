@@ -1,0 +1,54 @@
+# termcredit — every target bootstraps what it needs (venv, pinned deps, Docker engine, base image).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TC := $(VENV)/bin/termcredit
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup venv docker base test bench task graph view clean distclean
+
+help: ## list the targets
+	@echo "termcredit — make targets"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,train]'
+	@rm -f $(VENV)/.installed-*; touch $@
+
+venv: $(STAMP) ## create .venv with pinned deps (torch==2.13.0 CPU)
+
+docker: ## make sure a Docker engine runs (installs docker.io + starts dockerd as root on Debian)
+	@bash scripts/ensure-docker.sh
+
+base: venv docker ## build the termcredit/base image (cached by recipe hash)
+	@$(TC) image base
+
+setup: venv docker base ## everything: venv, deps, Docker engine, base image
+
+test: setup ## run the test suite (unit + integration against real Docker)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: setup ## algorithms side by side (quick tier)
+	@echo "make bench: not yet — the benchmark lands with the bench issue (#7)."
+
+task: ## scaffold a new task: make task NAME=my-task
+	@echo "make task: not yet — the task scaffold lands with the task-suite issue (#6)."
+
+graph: ## draw a trial's dependency graph: make graph TRIAL=runs/.../attempt-0
+	@echo "make graph: not yet — dependency graphs land with the DepGPO issue (#4)."
+
+view: ## static HTML viewer of a run: make view RUN=runs/...
+	@echo "make view: not yet — the viewer lands with the bench issue (#7)."
+
+clean: ## remove runs/, caches and every termcredit container
+	-@test -x $(TC) && $(TC) gc --all
+	rm -rf runs .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean ## clean, and remove the venv
+	rm -rf $(VENV)

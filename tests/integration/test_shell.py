@@ -1,0 +1,117 @@
+"""The traced persistent shell against a real container and real strace."""
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+
+def test_cwd_env_functions_persist(sandbox):
+    sb = sandbox()
+    assert sb.run("mkdir -p /work/a && cd /work/a && export FOO=bar && g() { echo g:$1; }")\
+        .exit_code == 0
+    r = sb.run("pwd; echo $FOO; g x")
+    assert r.stdout == "/work/a\nbar\ng:x\n"
+    assert r.exit_code == 0
+
+
+def test_stdout_stderr_exit_code_duration(sandbox):
+    sb = sandbox()
+    r = sb.run("echo out; echo err >&2; sleep 0.2; exit_code_is() { return 3; }; exit_code_is")
+    assert (r.stdout, r.stderr, r.exit_code) == ("out\n", "err\n", 3)
+    assert 0.2 <= r.duration_s < 5
+    assert not r.timed_out and not r.output_truncated
+
+
+def test_each_step_has_its_own_trace(sandbox):
+    sb = sandbox()
+    sb.run("echo hi > /tmp/f1")
+    r = sb.run("cat /tmp/f1")
+    assert '"/tmp/f1"' in r.trace and "execve(" in r.trace
+    assert f"{sb.shell.marker_dir}/s{r.seq}" in r.trace
+    assert f"{sb.shell.marker_dir}/e{r.seq}.0" in r.trace
+    assert '"/tmp/f1", 0x241' not in r.trace  # the earlier step's write is not in this trace
+
+
+def test_stdin_is_not_the_protocol(sandbox):
+    sb = sandbox()
+    r = sb.run("cat; read x; echo read=$?")
+    assert r.stdout == "read=1\n"  # commands get /dev/null, never the shell's own input
+    assert sb.run("echo still here").stdout == "still here\n"
+
+
+def test_timeout_kills_only_the_command(sandbox):
+    sb = sandbox()
+    sb.run("cd /tmp; export KEEP=1; sleep 300 & (sleep 300 &); echo started")
+    r = sb.run("sleep 60; echo never", timeout=1.5)
+    assert r.timed_out and r.exit_code == 137 and "never" not in r.stdout
+    assert r.duration_s < 10
+    after = sb.run("echo $KEEP; pwd; ps -eo args | grep -c '^sleep 300'")
+    assert after.stdout.splitlines() == ["1", "/tmp", "2"]  # shell state and old jobs survive
+    assert not after.shell_restarted
+
+
+def test_builtin_loop_timeout_keeps_the_shell(sandbox):
+    sb = sandbox()
+    sb.run("cd /etc && export KEEP=2")
+    r = sb.run("while :; do :; done; echo never", timeout=1)
+    assert r.timed_out and r.exit_code == 137 and not r.shell_restarted
+    assert "never" not in r.stdout
+    assert sb.run("pwd; echo $KEEP").stdout == "/etc\n2\n"
+
+
+def test_timeout_with_usr1_ignored_restarts_shell_in_same_cwd(sandbox):
+    sb = sandbox()
+    sb.run("cd /etc")
+    r = sb.run("trap '' USR1; while :; do :; done", timeout=1)
+    assert r.timed_out and r.shell_restarted
+    assert sb.run("pwd").stdout == "/etc\n"
+
+
+def test_exit_restarts_shell(sandbox):
+    sb = sandbox()
+    r = sb.run("cd /usr && exit 7")
+    assert r.exit_code == 7 and r.shell_restarted
+    assert sb.run("pwd; echo ok").stdout == "/usr\nok\n"
+
+
+def test_huge_output_is_capped_with_marker(sandbox):
+    sb = sandbox()
+    r = sb.run("yes abcdefgh | head -c 5000000; echo END", output_cap=10000)
+    assert r.output_truncated
+    assert "bytes of output omitted" in r.stdout
+    assert len(r.stdout) < 20000
+    assert r.stdout.rstrip().endswith("END")  # the tail is kept
+    assert r.exit_code == 0
+
+
+def test_binary_output_is_decoded_with_replacement(sandbox):
+    sb = sandbox()
+    r = sb.run(r"printf 'ok\xff\xfe\x00end'")
+    assert r.stdout.startswith("ok") and r.stdout.endswith("end") and "\ufffd" in r.stdout
+
+
+def test_closing_shell_stdout_does_not_hang(sandbox):
+    sb = sandbox()
+    r = sb.run("exec 1>&- 2>&-; true", timeout=10)
+    assert r.exit_code == 0 and r.duration_s < 2
+
+
+def test_agent_cannot_see_tests_or_traces(sandbox):
+    sb = sandbox()
+    r = sb.run("ls /tests; ls -A /run/termcredit; "
+               "find / -xdev \\( -name '*.strace' -o -name 'trace*' \\) -not -path '/proc/*' "
+               "-not -path '/sys/*' -not -path '/usr/*' 2>/dev/null | head")
+    assert "No such file" in r.stderr  # /tests is absent until verification
+    assert r.stdout == ""  # the trace FIFO is unlinked; no trace file exists in the sandbox
+
+
+def test_network_is_off_and_limits_apply(sandbox):
+    sb = sandbox(cpus=0.5, memory_mb=256)
+    r = sb.run("ls /sys/class/net; cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
+               "2>/dev/null || cat /sys/fs/cgroup/memory.max")
+    assert r.stdout.split()[0] == "lo" and len(r.stdout.split()) == 2
+    assert int(r.stdout.split()[1]) == 256 * 1024 * 1024
+    attrs = sb.container.attrs["HostConfig"]
+    assert attrs["NetworkMode"] == "none" and attrs["NanoCpus"] == 500_000_000
+    assert "no-new-privileges" in attrs["SecurityOpt"] and attrs["CapDrop"] == ["ALL"]
+    assert sb.container.labels["termcredit.run"].startswith("pytest-")
