@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # errors carry paths: never wrap them
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

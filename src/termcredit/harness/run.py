@@ -99,7 +99,7 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 
 def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, soft_wrap=True)
     agent_factory = make_agent_factory(cfg.agent)  # fail on a bad agent before any container
     out = cfg.out or default_out(cfg.agent.split(":")[0])
     out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +125,7 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
 
     pool = SandboxPool(client, run_id, ahead=max(1, cfg.concurrency))
     old_handler = signal.signal(signal.SIGTERM, _sigterm)
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
     executor = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="trial")
     jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -174,6 +175,7 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
         pool.close()
         executor.shutdown(wait=True, cancel_futures=True)
         signal.signal(signal.SIGTERM, old_handler)
+        signal.signal(signal.SIGINT, old_int)
         summary = results.write(complete=complete)
     _print_summary(console, summary, out)
     return summary

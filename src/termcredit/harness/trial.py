@@ -49,9 +49,9 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         error = f"{type(exc).__name__}: {exc}"
         (trial_dir / "error.txt").write_text(traceback.format_exc())
     finally:
+        save_json(traj, trial_dir / "trajectory.json")
         if sandbox is not None:
             pool.release(sandbox)
-        save_json(traj, trial_dir / "trajectory.json")
     reward = traj.verifier.reward if traj.verifier else 0.0
     result = TrialResult(task=task.name, reward=reward, trial_dir=str(trial_dir), error=error,
                          attempt=attempt, duration_s=time.monotonic() - t0,

@@ -51,8 +51,11 @@ class SandboxPool:
         return fut.result()
 
     def release(self, sandbox: Sandbox) -> None:
-        """Remove a used sandbox without making the caller wait."""
-        self._removals.append(self._exec.submit(sandbox.remove))
+        """Remove a used sandbox without making the caller wait (inline once closing)."""
+        try:
+            self._removals.append(self._exec.submit(sandbox.remove))
+        except RuntimeError:  # executor already shut down: the run is being torn down
+            sandbox.remove()
 
     def close(self) -> None:
         """Remove every container of this pool (pre-started ones included) and wait for it."""
