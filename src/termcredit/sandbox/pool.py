@@ -38,6 +38,10 @@ class SandboxPool:
                 self._budget[spec] -= 1
                 q.put(self._exec.submit(Sandbox, self.client, spec, self.run_id))
 
+    def warm(self, spec: SandboxSpec) -> bool:
+        """True when a pre-started sandbox for ``spec`` is ready to hand out."""
+        return any(f.done() for f in list(self._ready[spec].queue))
+
     def acquire(self, spec: SandboxSpec) -> Sandbox:
         """A fresh sandbox for ``spec``: pre-started if one is ready, else started now."""
         q = self._ready[spec]
