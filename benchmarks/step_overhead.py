@@ -53,7 +53,7 @@ def main() -> None:
     pool = SandboxPool(client, run_id, ahead=2)
     waits = []
     try:
-        pool.expect(spec, args.resets + 2)
+        pool.plan([spec] * (args.resets + 2))
         for _ in range(args.resets):
             while not pool.warm(spec):
                 time.sleep(0.05)

@@ -135,9 +135,8 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     try:
         with progress:
             bar = progress.add_task(f"run {cfg.agent}", total=len(jobs), mean=0.0)
-            for task in cfg.tasks:
-                if isinstance(images[task.name], str):
-                    pool.expect(task_spec(task, images[task.name]), cfg.attempts)
+            pool.plan(task_spec(t, images[t.name]) for t, _ in jobs
+                      if isinstance(images[t.name], str))
             futures: dict[Future[TrialResult], tuple[Task, int]] = {}
             for task, k in jobs:
                 trial_dir = out / task.name / f"attempt-{k}"

@@ -1,13 +1,17 @@
 """Sandbox pool: containers for upcoming episodes start ahead of need; used ones are removed in
-the background, so a reset costs a queue pop rather than a container start."""
+the background, so a reset costs a list lookup rather than a container start.
+
+The caller announces upcoming episodes in order (``plan``); the pool keeps at most ``ahead``
+sandboxes started for the head of that plan, whatever the number of tasks, so a run over many
+tasks never floods the engine with idle containers.
+"""
 
 from __future__ import annotations
 
-import queue
 import threading
-from collections import defaultdict
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Iterable
 
 from .container import Sandbox, SandboxSpec
 from .owner import gc
@@ -18,40 +22,43 @@ class SandboxPool:
         self.client = client
         self.run_id = run_id
         self.ahead = ahead
-        self._ready: dict[SandboxSpec, queue.Queue[Future[Sandbox]]] = defaultdict(queue.Queue)
-        self._budget: dict[SandboxSpec, int] = defaultdict(int)  # starts still wanted per spec
+        self._upcoming: deque[SandboxSpec] = deque()
+        self._ready: list[tuple[SandboxSpec, Future[Sandbox]]] = []
         self._lock = threading.Lock()
         self._exec = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tc-pool")
         self._closing = False
         self._removals: list[Future[None]] = []
 
-    def expect(self, spec: SandboxSpec, n: int) -> None:
-        """Announce ``n`` more episodes of ``spec``; starts up to ``ahead`` of them now."""
+    def plan(self, specs: Iterable[SandboxSpec]) -> None:
+        """Announce upcoming episodes, in the order they will be acquired."""
         with self._lock:
-            self._budget[spec] += n
-        self._refill(spec)
+            self._upcoming.extend(specs)
+            self._refill()
 
-    def _refill(self, spec: SandboxSpec) -> None:
-        with self._lock:
-            q = self._ready[spec]
-            while not self._closing and q.qsize() < self.ahead and self._budget[spec] > 0:
-                self._budget[spec] -= 1
-                q.put(self._exec.submit(Sandbox, self.client, spec, self.run_id))
+    def _start(self, spec: SandboxSpec) -> Future[Sandbox]:
+        return self._exec.submit(Sandbox, self.client, spec, self.run_id)
+
+    def _refill(self) -> None:  # under self._lock
+        while not self._closing and len(self._ready) < self.ahead and self._upcoming:
+            spec = self._upcoming.popleft()
+            self._ready.append((spec, self._start(spec)))
 
     def warm(self, spec: SandboxSpec) -> bool:
         """True when a pre-started sandbox for ``spec`` is ready to hand out."""
-        return any(f.done() for f in list(self._ready[spec].queue))
+        with self._lock:
+            return any(s == spec and f.done() for s, f in self._ready)
 
     def acquire(self, spec: SandboxSpec) -> Sandbox:
         """A fresh sandbox for ``spec``: pre-started if one is ready, else started now."""
-        q = self._ready[spec]
-        try:
-            fut = q.get_nowait()
-        except queue.Empty:
-            with self._lock:
-                self._budget[spec] = max(0, self._budget[spec] - 1)
-            fut = self._exec.submit(Sandbox, self.client, spec, self.run_id)
-        self._refill(spec)
+        with self._lock:
+            pick = next((i for i, (s, f) in enumerate(self._ready) if s == spec), None)
+            if pick is not None:
+                fut = self._ready.pop(pick)[1]
+            else:
+                if spec in self._upcoming:
+                    self._upcoming.remove(spec)  # it is being started now instead
+                fut = self._start(spec)
+            self._refill()
         return fut.result()
 
     def release(self, sandbox: Sandbox) -> None:
@@ -65,11 +72,12 @@ class SandboxPool:
         """Remove every container of this pool (pre-started ones included) and wait for it."""
         with self._lock:
             self._closing = True
-            pending = [f for q in self._ready.values() for f in list(q.queue)]
+            pending = [f for _, f in self._ready]
+            self._ready.clear()
         for fut in pending:
             try:
                 fut.result().remove()
-            except Exception:
+            except Exception:  # a start that failed left nothing, or gc below gets it
                 pass
         for fut in self._removals:
             fut.exception()

@@ -176,7 +176,7 @@ class _Walker:
         sets = self.sets
         for path, st in self.states.items():
             if st.exists is False:
-                sets.deleted.add(path)
+                (sets.temporary if st.born else sets.deleted).add(path)
             elif st.exists and st.changed:
                 sets.written.add(path)
                 if st.origin is not None:
