@@ -38,6 +38,20 @@ ShellResult = CommandRecord
 
 
 @dataclass
+class FileState:
+    """A path's state right after a command (the content check): hash, and text if small."""
+
+    path: str
+    kind: str  # file | dir | symlink | missing | other | unreadable
+    size: int = 0
+    sha256: str | None = None
+    mode: int | None = None
+    target: str | None = None  # symlink target
+    text: bool = False  # content is UTF-8 text (kept in `content` when within the cap)
+    content: str | None = None
+
+
+@dataclass
 class Step:
     """One agent turn: what the agent proposed and what running it did."""
 

@@ -115,3 +115,29 @@ def test_network_is_off_and_limits_apply(sandbox):
     assert attrs["NetworkMode"] == "none" and attrs["NanoCpus"] == 500_000_000
     assert "no-new-privileges" in attrs["SecurityOpt"] and attrs["CapDrop"] == ["ALL"]
     assert sb.container.labels["termcredit.run"].startswith("pytest-")
+
+
+def test_snapshot_hashes_and_keeps_small_text(sandbox):
+    sb = sandbox()
+    sb.run("mkdir -p /w && cd /w && printf 'a\\nb\\n' > t.txt && head -c 3000 /dev/urandom > "
+           "bin && ln -s t.txt link && mkdir d")
+    states = {s.path: s for s in sb.shell.snapshot(
+        ["/w/t.txt", "/w/bin", "/w/link", "/w/d", "/w/missing"], content_cap=1000)}
+    assert states["/w/t.txt"].kind == "file" and states["/w/t.txt"].content == "a\nb\n"
+    assert states["/w/t.txt"].sha256 == __import__("hashlib").sha256(b"a\nb\n").hexdigest()
+    assert states["/w/bin"].kind == "file" and states["/w/bin"].content is None
+    assert states["/w/bin"].size == 3000 and len(states["/w/bin"].sha256) == 64
+    assert (states["/w/link"].kind, states["/w/link"].target) == ("symlink", "t.txt")
+    assert states["/w/d"].kind == "dir" and states["/w/missing"].kind == "missing"
+    before = states["/w/bin"].sha256
+    sb.run("touch /w/bin")  # same content, new mtime: same hash
+    assert sb.shell.snapshot(["/w/bin"])[0].sha256 == before
+    sb.run("printf x >> /w/bin")
+    assert sb.shell.snapshot(["/w/bin"])[0].sha256 != before
+
+
+def test_finish_collects_late_background_writes(sandbox):
+    sb = sandbox()
+    sb.run("(sleep 0.5; echo bg > /tmp/bgfile) & echo fg")
+    tail = sb.shell.finish(grace=5)
+    assert '"/tmp/bgfile", 0x241' in tail

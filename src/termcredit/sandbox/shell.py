@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..records import ShellResult
+from ..records import FileState, ShellResult
 
 SHIM_SOURCE = (Path(__file__).with_name("shim.py")).read_bytes()
 # Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
@@ -149,6 +149,28 @@ class TracedShell:
             shell_restarted=bool(h["shell_restarted"]),
             trace=trace_text,
         )
+
+    def snapshot(self, paths: list[str], *, content_cap: int = 1 << 18) -> list[FileState]:
+        """Hash (and, for UTF-8 text up to ``content_cap`` bytes, keep) each path as it is now."""
+        self._send({"op": "snapshot", "paths": list(paths), "content_cap": content_cap})
+        frame = self._stream.read_frame(time.monotonic() + 60)
+        states = []
+        for entry, blob in zip(frame.header["entries"], frame.blobs):
+            known = {k: entry[k] for k in ("kind", "size", "sha256", "mode", "target", "text")
+                     if k in entry}
+            states.append(FileState(path=entry["path"], content=blob.decode() if blob else None,
+                                    **known))
+        return states
+
+    def finish(self, grace: float = 2.0) -> str:
+        """End the shell, letting background jobs run up to ``grace`` s; returns the trace
+        lines written after the last command (late writes of background jobs)."""
+        self._send({"op": "finish", "grace": grace})
+        frame = self._stream.read_frame(time.monotonic() + grace + 30)
+        tail = frame.blobs[0].decode("utf-8", "replace")
+        self.session_trace.append(tail)
+        self.close()
+        return tail
 
     def _send(self, req: dict[str, Any]) -> None:
         raw = json.dumps(req).encode()

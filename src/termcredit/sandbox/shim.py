@@ -11,9 +11,12 @@ strace and the shim (never a file the agent could read or edit), and bash does n
 
 Wire protocol (both directions): frames of ``>I`` header length, JSON header, then the raw blobs
 whose byte lengths the header lists in ``"blobs"``.
-  host -> shim: {"op": "run", "seq", "cmd", "timeout", "cap"} | {"op": "close"}
-  shim -> host: {"op": "ready", ...} | {"op": "result", "seq", "exit_code", ..., "blobs": [...]}
-                 blobs of a result: stdout, stderr, trace (strace text of this command)
+  host -> shim: {"op": "run", "seq", "cmd", "timeout", "cap"} | {"op": "snapshot", "paths",
+                "content_cap"} | {"op": "finish", "grace"} | {"op": "close"}
+  shim -> host: {"op": "ready"} + startup trace | {"op": "result", "seq", "exit_code", ...} +
+                stdout, stderr, trace of the command | {"op": "snapshot", "entries"} + one
+                content blob per entry (empty unless UTF-8 text within the cap) |
+                {"op": "finished"} + the trace written after the last command
 """
 import json
 import os
@@ -297,6 +300,86 @@ class Shell:
             kill_pids(descendants(self.strace_pid))
 
 
+STAT_CACHE = {}  # path -> ((ino, size, mtime_ns, ctime_ns), sha256): skip rehashing unchanged files
+
+
+def file_state(path, content_cap):
+    """(entry, content) for one path after a command: what the content check compares."""
+    import hashlib
+    import stat as st
+
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return {"path": path, "kind": "missing"}, b""
+    if st.S_ISLNK(info.st_mode):
+        return {"path": path, "kind": "symlink", "target": os.readlink(path)}, b""
+    if st.S_ISDIR(info.st_mode):
+        return {"path": path, "kind": "dir", "mode": info.st_mode & 0o7777}, b""
+    if not st.S_ISREG(info.st_mode):
+        return {"path": path, "kind": "other"}, b""
+    key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    entry = {"path": path, "kind": "file", "size": info.st_size, "mode": info.st_mode & 0o7777}
+    content = b""
+    cached = STAT_CACHE.get(path)
+    try:
+        if info.st_size <= content_cap:
+            with open(path, "rb") as f:
+                data = f.read(content_cap + 1)
+            if b"\0" not in data:
+                try:
+                    data.decode("utf-8")
+                    content = data
+                except UnicodeDecodeError:
+                    pass
+            digest = hashlib.sha256(data).hexdigest()
+        elif cached and cached[0] == key:
+            digest = cached[1]
+        else:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            digest = h.hexdigest()
+    except OSError as exc:
+        return {"path": path, "kind": "unreadable", "error": str(exc)}, b""
+    STAT_CACHE[path] = (key, digest)
+    entry.update(sha256=digest, text=bool(content) or info.st_size == 0)
+    return entry, content
+
+
+def snapshot(paths, content_cap):
+    entries, blobs = [], []
+    for path in paths:
+        entry, content = file_state(path, content_cap)
+        entries.append(entry)
+        blobs.append(content)
+    return {"op": "snapshot", "entries": entries}, blobs
+
+
+def finish(shell, grace):
+    """End the session: let background jobs finish (up to ``grace`` s) so their trace lines are
+    complete, then kill what is left (never strace) and hand over the remaining trace."""
+    try:
+        shell.proc.stdin.close()
+    except OSError:
+        pass
+    deadline = time.monotonic() + grace
+    while shell.proc.poll() is None and time.monotonic() < deadline:
+        select.select([shell.trace_fd], [], [], 0.05)
+        shell._drain_trace()
+    if shell.proc.poll() is None:
+        kill_pids(descendants(shell.strace_pid))
+        try:
+            shell.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+    while shell._drain_trace() and shell.proc.poll() is None:
+        time.sleep(0.01)
+    shell._drain_trace()
+    return bytes(shell.trace)
+
+
 def main():
     shell = Shell(CFG.get("cwd") or os.getcwd())
     send({"op": "ready", "bash_pid": shell.bash_pid, "alive": shell.alive}, bytes(shell.trace))
@@ -308,6 +391,13 @@ def main():
             break
         if req["op"] == "close":
             break
+        if req["op"] == "finish":
+            send({"op": "finished"}, finish(shell, req.get("grace", 2.0)))
+            return
+        if req["op"] == "snapshot":
+            header, blobs = snapshot(req["paths"], req.get("content_cap", 1 << 18))
+            send(header, *blobs)
+            continue
         shell.cwd_now()
         header, out, err, trace = shell.run(req["seq"], req["cmd"], req["timeout"], req["cap"])
         if not shell.alive:  # `exit`, a killed shell, ...: restart where it stood

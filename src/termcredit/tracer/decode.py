@@ -24,7 +24,7 @@ TOKEN = re.compile(
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(\.\.\.)?', re.S)
 _ESCAPE = re.compile(r"\\(?:([0-7]{1,3})|x([0-9a-fA-F]{2})|(.))", re.S)
 _SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8, "e": 27}
-_FD = re.compile(r"(-?\d+|AT_FDCWD)(?:<([^<>\n]*)>)?\s*(\(deleted\))?", re.S)
+_FD = re.compile(r"(-?[0-9]{1,10}|AT_FDCWD)(?:<([^<>\n]*)>)?\s*(\(deleted\))?", re.S)
 _DELETED_INSIDE = " (deleted)"  # strace < 5.19 put the marker inside the brackets
 
 

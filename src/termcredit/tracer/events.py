@@ -106,8 +106,8 @@ def arg_path(sc: Syscall, cwd: str | None, dirfd_i: int | None, path_i: int) -> 
         if raw.strip() == "NULL" and dirfd is not None and dirfd.fs_path and not dirfd.deleted:
             return norm(dirfd.fs_path)
         return None  # a bare address: strace could not read tracee memory
-    if s.value == "" and (dirfd is None or dirfd.deleted):
-        return None
+    if s.value == "" and (dirfd is None or dirfd.deleted or not sc.ok):
+        return None  # a failed call on "" looked nothing up
     return resolve(cwd, dirfd, s.value)
 
 
@@ -186,10 +186,8 @@ def _two_paths(sc: Syscall, cwd: str | None) -> tuple[str | None, str | None]:
 
 def _rename(sc: Syscall, cwd: str | None) -> list[Event]:
     src, dst = _two_paths(sc, cwd)
-    if not sc.ok:
-        return _probe(sc, src)
-    if dst is None or is_marker_path(dst):
-        return []
+    if not sc.ok or dst is None or is_marker_path(dst):
+        return []  # ENOENT may mean a missing *destination* dir: not a probe of src
     flags = parse_int(_arg(sc, 4) or "0") if sc.name == "renameat2" else 0
     exchange = bool(flags and flags & RENAME_EXCHANGE)
     return _ev(Kind.MOVE, src, sc, dst=dst, exchange=exchange)
@@ -198,7 +196,7 @@ def _rename(sc: Syscall, cwd: str | None) -> list[Event]:
 def _link(sc: Syscall, cwd: str | None) -> list[Event]:
     src, dst = _two_paths(sc, cwd)
     if not sc.ok:
-        return _probe(sc, src)
+        return []  # as for rename: which of the two names was missing is unknown
     if sc.name == "linkat" and (parse_int(_arg(sc, 4) or "0") or 0) & AT_EMPTY_PATH:
         fd = parse_fd(_arg(sc, 0) or "")
         if fd is not None and (fd.deleted or fd.fs_path is None):

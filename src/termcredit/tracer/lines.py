@@ -19,17 +19,19 @@ from dataclasses import dataclass, field
 
 from .decode import parse_annotation, split_top
 
-_PREFIX = re.compile(r"\s*(\d+)\s+(?:(\d+(?:\.\d+)?)\s+)?(.*)", re.S)
-_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(")
-_RESUMED = re.compile(r"<\.\.\. ([A-Za-z_][A-Za-z0-9_]*) resumed>(.*)", re.S)
+# Digit runs are bounded: int() refuses > 4300 digits, and strace never prints such numbers.
+_PREFIX = re.compile(r"\s*([0-9]{1,10})\s+(?:([0-9]{1,20}(?:\.[0-9]{1,9})?)\s+)?(.*)", re.S | re.A)
+_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(", re.A)
+_RESUMED = re.compile(r"<\.\.\. ([A-Za-z_][A-Za-z0-9_]*) resumed>(.*)", re.S | re.A)
 _UNFINISHED = " <unfinished ...>"
 _RET = re.compile(
-    r"\s*=\s*(?P<ret>0x[0-9a-fA-F]+|-?\d+|\?)"
+    r"\s*=\s*(?P<ret>0x[0-9a-fA-F]{1,16}(?![0-9a-fA-F])|-?[0-9]{1,20}(?![0-9])|\?)"
     r"(?:<(?P<ann>[^<>\n]*)>)?(?P<deleted>\s*\(deleted\))?"
-    r"(?:\s+(?P<errno>E[A-Z0-9_]+))?"
+    r"(?:\s+(?P<errno>E[A-Z0-9_]+))?",
+    re.A,
 )
-_EXITED = re.compile(r"\+\+\+ exited with (-?\d+) \+\+\+")
-_KILLED = re.compile(r"\+\+\+ killed by (SIG[A-Z0-9+-]+|\d+)(?: \(core dumped\))? \+\+\+")
+_EXITED = re.compile(r"\+\+\+ exited with (-?[0-9]{1,10}) \+\+\+")
+_KILLED = re.compile(r"\+\+\+ killed by (SIG[A-Z0-9+-]+|[0-9]{1,3})(?: \(core dumped\))? \+\+\+")
 
 
 @dataclass(frozen=True, slots=True)

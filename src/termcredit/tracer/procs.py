@@ -21,7 +21,7 @@ from .lines import Exit, Record, Syscall
 
 CLONE_FS = 0x200
 CLONE_CALLS = frozenset({"clone", "clone3", "fork", "vfork"})
-_MARKER = re.compile(r"/__termcredit__/([0-9A-Fa-f]+)/([se])(\d+)/?")
+_MARKER = re.compile(r"/__termcredit__/([0-9A-Fa-f]+)/([se])([0-9]{1,18})/?")
 
 
 class Cwd:
