@@ -1,11 +1,13 @@
 """Process table, cwd tracking, marker segments and process -> command attribution.
 
 The sandbox runs one persistent shell and brackets every command with
-`cd /__termcredit__/<NONCE>/s<SEQ>` ... `cd /__termcredit__/<NONCE>/e<SEQ>` (failing
-chdirs, two per `cd`). The shell's own syscalls belong to the command whose markers
-enclose them; every other process belongs, for its whole life, to the command during
-which its ancestor was forked off the shell. So background jobs stay with the command
-that started them even when their lines appear in a later segment.
+`cd /__termcredit__/<NONCE>/s<SEQ>` ... `cd /__termcredit__/<NONCE>/e<SEQ>[.<EXIT>]`
+(failing chdirs, two per `cd`; the sandbox appends `$?` to the end marker). The shell's own
+syscalls belong to the command whose markers enclose them; every other process belongs,
+for its whole life, to the command during which its ancestor was forked off the shell.
+So background jobs stay with the command that started them even when their lines appear
+in a later segment. Other chdirs under the marker root (the sandbox's `cwd<PATH>` report)
+are never events.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .lines import Exit, Record, Syscall
 
 CLONE_FS = 0x200
 CLONE_CALLS = frozenset({"clone", "clone3", "fork", "vfork"})
-_MARKER = re.compile(r"/__termcredit__/([0-9A-Fa-f]+)/([se])([0-9]{1,18})/?")
+_MARKER = re.compile(r"/__termcredit__/([0-9A-Fa-f]+)/([se])([0-9]{1,18})(?:\.(-?[0-9]{1,10}))?/?")
 
 
 class Cwd:
@@ -40,6 +42,7 @@ class Process:
     seq: int | None  # command this process belongs to (None: session plumbing / unknown)
     cwd: Cwd
     first_line: int
+    parent_proc: Process | None = field(default=None, repr=False)
     argv: tuple[str, ...] | None = None  # of the last successful execve
     exit_code: int | None = None
     signal: str | None = None
@@ -53,6 +56,7 @@ class Marker:
     pid: int
     ts: float | None
     line_no: int
+    exit_code: int | None = None  # e<SEQ>.<EXIT>: the command's $?
 
 
 @dataclass
@@ -62,13 +66,18 @@ class EventStream:
     events: list[tuple[int | None, Event]] = field(default_factory=list)
     processes: list[Process] = field(default_factory=list)
     markers: list[Marker] = field(default_factory=list)
-    shell_pid: int | None = None
+    shell_pid: int | None = None  # the current (last) shell
+    shell_pids: list[int] = field(default_factory=list)  # every shell, restarts included
     nonce: str | None = None
 
 
-def parse_marker(path: str) -> tuple[str, bool, int] | None:
+def parse_marker(path: str) -> tuple[str, bool, int, int | None] | None:
+    """(nonce, is_start, seq, exit code) of a segment marker path."""
     m = _MARKER.fullmatch(path)
-    return (m.group(1), m.group(2) == "s", int(m.group(3))) if m else None
+    if m is None:
+        return None
+    code = int(m.group(4)) if m.group(4) is not None else None
+    return m.group(1), m.group(2) == "s", int(m.group(3)), code
 
 
 def clone_flags(sc: Syscall) -> int:
@@ -90,6 +99,7 @@ class Tracker:
         self.records = records
         self.out = EventStream(nonce=nonce)
         self.live: dict[int, Process] = {}
+        self.shell: Process | None = None
         self.current: int | None = None  # SEQ whose markers enclose the shell right now
         # First pass: who cloned whom. A child's first lines often come before the parent's
         # `clone(...) = CHILD` line (fabricate's "delayed lines"), so look ahead for it.
@@ -112,7 +122,16 @@ class Tracker:
         return self.out
 
     def _seq_of(self, proc: Process) -> int | None:
-        return self.current if proc.pid == self.out.shell_pid else proc.seq
+        return self.current if proc is self.shell else proc.seq
+
+    def _inside_shell(self, proc: Process) -> bool:
+        """Is `proc` the current shell or one of its descendants (i.e. part of a command)?"""
+        node: Process | None = proc
+        while node is not None:
+            if node is self.shell:
+                return True
+            node = node.parent_proc
+        return False
 
     def _spawn(self, pid: int, line_no: int, index: int | None = None) -> Process:
         """Create the process for `pid`, from its clone record if one is known."""
@@ -132,7 +151,7 @@ class Tracker:
             proc = Process(pid, None, self.current, Cwd(None), line_no)
         else:
             cwd = parent.cwd if flags & CLONE_FS else Cwd(parent.cwd.path)
-            proc = Process(pid, parent.pid, self._seq_of(parent), cwd, line_no, parent.argv)
+            proc = Process(pid, parent.pid, self._seq_of(parent), cwd, line_no, parent, parent.argv)
         self.live[pid] = proc
         self.out.processes.append(proc)
         return proc
@@ -189,16 +208,19 @@ class Tracker:
         parsed = parse_marker(path)
         if parsed is None:
             return
-        nonce, start, seq = parsed
+        nonce, start, seq, code = parsed
         if self.out.nonce is None:
             self.out.nonce = nonce  # lock onto the first nonce: later fakes are ignored
         if nonce != self.out.nonce:
             return
-        if self.out.shell_pid is None:
-            self.out.shell_pid = proc.pid
-        if proc.pid != self.out.shell_pid:
-            return  # only the shell may open and close segments
-        self.out.markers.append(Marker(seq, start, proc.pid, sc.ts, sc.line_no))
+        if proc is not self.shell:
+            if self.shell is not None and (not start or self._inside_shell(proc)):
+                return  # a command's process cannot open or close segments
+            # The first shell, or a restarted one (the sandbox starts a new strace + bash
+            # after a command ended the shell): a new root process, not a child of the old.
+            self.shell, self.out.shell_pid = proc, proc.pid
+            self.out.shell_pids.append(proc.pid)
+        self.out.markers.append(Marker(seq, start, proc.pid, sc.ts, sc.line_no, code))
         if start:
             self.current = seq
         elif self.current == seq:

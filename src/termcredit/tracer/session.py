@@ -18,6 +18,7 @@ class CommandTrace:
     pids: list[int]  # processes attributed to this command (the shell itself excluded)
     start_ts: float | None = None  # first s<SEQ> marker
     end_ts: float | None = None  # last e<SEQ> marker; None if the segment never closed
+    exit_code: int | None = None  # from the sandbox's `e<SEQ>.<EXIT>` end marker
 
 
 @dataclass
@@ -27,8 +28,9 @@ class SessionTrace:
     processes: list[Process]  # every process instance, in order of first appearance
     stats: LineStats
     nonce: str | None
-    shell_pid: int | None
+    shell_pid: int | None  # the last shell; `shell_pids` has all of them (restarts)
     markers: list[Marker] = field(default_factory=list)
+    shell_pids: list[int] = field(default_factory=list)
 
     @property
     def skipped_lines(self) -> int:
@@ -37,7 +39,7 @@ class SessionTrace:
     @property
     def attribution(self) -> dict[int, int | None]:
         """pid -> SEQ of the command that started it (last instance wins on pid reuse)."""
-        return {p.pid: p.seq for p in self.processes if p.pid != self.shell_pid}
+        return {p.pid: p.seq for p in self.processes if p.pid not in self.shell_pids}
 
     def summary(self, seq: int) -> AccessSummary:
         cmd = self.commands.get(seq)
@@ -63,17 +65,25 @@ def parse_session(
             unattributed.append(event)
         else:
             by_seq.setdefault(seq, []).append(event)
+    starts: dict[int, list[Marker]] = {}
+    ends: dict[int, list[Marker]] = {}
+    for m in stream.markers:
+        (starts if m.start else ends).setdefault(m.seq, []).append(m)
+    pids: dict[int, list[int]] = {}
+    for p in stream.processes:
+        if p.seq is not None and p.pid not in stream.shell_pids:
+            pids.setdefault(p.seq, []).append(p.pid)
     commands: dict[int, CommandTrace] = {}
     for seq in sorted(by_seq):
-        starts = [m.ts for m in stream.markers if m.seq == seq and m.start]
-        ends = [m.ts for m in stream.markers if m.seq == seq and not m.start]
+        start, end = starts.get(seq), ends.get(seq)
         commands[seq] = CommandTrace(
             seq=seq,
             events=by_seq[seq],
             summary=summarize(by_seq[seq], env),
-            pids=[p.pid for p in stream.processes if p.seq == seq and p.pid != stream.shell_pid],
-            start_ts=starts[0] if starts else None,
-            end_ts=ends[-1] if ends else None,
+            pids=pids.get(seq, []),
+            start_ts=start[0].ts if start else None,
+            end_ts=end[-1].ts if end else None,
+            exit_code=end[-1].exit_code if end else None,
         )
     return SessionTrace(
         commands=commands,
@@ -83,6 +93,7 @@ def parse_session(
         nonce=stream.nonce,
         shell_pid=stream.shell_pid,
         markers=stream.markers,
+        shell_pids=stream.shell_pids,
     )
 
 
