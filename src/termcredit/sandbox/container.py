@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -17,6 +18,7 @@ from .shell import TracedShell
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
                 "NET_BIND_SERVICE"]
 LOG_DIRS = ("/logs/agent", "/logs/verifier")
+_next_cpu = itertools.count()  # spread pinned sandboxes over the CPUs round robin
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class SandboxSpec:
     env: tuple[tuple[str, str], ...] = ()
     workdir: str | None = None
     labels: tuple[tuple[str, str], ...] = field(default=())
+    pin_cpu: bool = True  # strace + shell on one CPU (much cheaper ptrace stops on small VMs)
 
 
 class Sandbox:
@@ -60,6 +63,7 @@ class Sandbox:
         )
         self.id: str = self.container.id
         self.workdir = spec.workdir or self.container.attrs["Config"].get("WorkingDir") or "/"
+        self.cpu = next(_next_cpu) if spec.pin_cpu else None
         self.shell: TracedShell | None = None
         try:
             self.shell = self.open_shell()
@@ -70,7 +74,8 @@ class Sandbox:
     def open_shell(self, workdir: str | None = None,
                    env: dict[str, str] | None = None) -> TracedShell:
         """A new traced shell in this container (the agent's, or a fresh one for the verifier)."""
-        return TracedShell(self.client.api, self.id, workdir=workdir or self.workdir, env=env)
+        return TracedShell(self.client.api, self.id, workdir=workdir or self.workdir, env=env,
+                           pin_cpu=self.cpu)
 
     def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> CommandRecord:
         assert self.shell is not None

@@ -28,7 +28,13 @@ BASE_PACKAGES = [
     "python3-pytest", "python3-pip", "procps", "strace", "ca-certificates",
 ]
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
-RECIPE_VERSION = 1  # bump when the build steps below change
+POST_INSTALL = [
+    "update-ca-certificates",
+    # One locale-archive instead of ~24 per-category files: every process of every traced
+    # command opens its locale, so this cuts the traced opens of a small command by ~6x.
+    "localedef --add-to-archive /usr/lib/locale/C.utf8",
+]
+RECIPE_VERSION = 2  # bump when the build steps below change
 Log = Callable[[str], None]
 
 
@@ -129,8 +135,9 @@ def _build_base_debootstrap(ref: str, log: Log) -> None:
         ca_dir.mkdir(parents=True, exist_ok=True)
         for name, data in _host_cas().items():
             (ca_dir / name).write_bytes(data)
-        subprocess.run(["chroot", str(root), "update-ca-certificates"], check=True,
-                       capture_output=True)
+        for step in POST_INSTALL:
+            subprocess.run(["chroot", str(root), "sh", "-c", step], check=True,
+                           capture_output=True)
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             shutil.rmtree(root / junk, ignore_errors=True)
             (root / junk).mkdir(parents=True, exist_ok=True)

@@ -93,17 +93,21 @@ class _DockerStream:
 class TracedShell:
     """One persistent ``bash`` under ``strace -f`` inside a running container.
 
+    ``pin_cpu`` (an index into the CPUs the container may use) pins strace and the shell to one
+    CPU: on small VMs ptrace stops that cross CPUs cost 2-4x more (reference/tracing.md §2).
+
     ``run`` sends one command and returns its stdout, stderr, exit code, duration and the raw
     strace lines from its start marker to its end marker. cwd, variables and functions carry
     over between commands because they all run in the same shell (via ``eval``).
     """
 
     def __init__(self, api: Any, container_id: str, *, workdir: str | None = None,
-                 env: dict[str, str] | None = None, start_timeout: float = 30.0):
+                 env: dict[str, str] | None = None, pin_cpu: int | None = None,
+                 start_timeout: float = 30.0):
         self.nonce = secrets.token_hex(8)
         self.seq = 0
         self.session_trace: list[str] = []
-        cfg = {"nonce": self.nonce, "strace": STRACE_ARGV, "cwd": workdir}
+        cfg = {"nonce": self.nonce, "strace": STRACE_ARGV, "cwd": workdir, "pin_cpu": pin_cpu}
         exec_id = api.exec_create(
             container_id, ["python3", "-c", BOOTSTRAP, str(len(SHIM_SOURCE)), json.dumps(cfg)],
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,

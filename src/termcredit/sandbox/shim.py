@@ -34,6 +34,7 @@ MARK_DIR = "/__termcredit__/" + NONCE
 STRACE = CFG["strace"]  # argv prefix up to and including "-o"
 GRACE_S = 1.0  # after killing a timed-out command's processes, wait this long before killing bash
 TAIL_KEEP = 4096
+BATCH_AFTER_S, BATCH_SLEEP_S = 0.01, 0.003
 # Commands run inside a function so that a timeout can abandon the whole command list (the USR1
 # trap returns from it) without killing the shell and its state. The EXIT trap reports the cwd
 # through the trace, so a shell that a command ended restarts where it stood.
@@ -144,6 +145,15 @@ def kill_pids(pids):
             pass
 
 
+def pin_to_cpu():
+    """Runs in the strace child before exec: one CPU for strace and everything it traces."""
+    index = CFG.get("pin_cpu")
+    if index is None:
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {allowed[index % len(allowed)]})
+
+
 class Shell:
     def __init__(self, cwd):
         self.cwd = cwd
@@ -151,10 +161,16 @@ class Shell:
         fifo = "/run/termcredit/%s.%d" % (NONCE, time.monotonic_ns())
         os.mkfifo(fifo, 0o600)
         self.trace_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:  # a big pipe lets strace run ahead while the shim reads in batches
+            import fcntl
+
+            fcntl.fcntl(self.trace_fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+        except OSError:
+            pass
         argv = STRACE + [fifo, "--", "bash", "--norc", "--noprofile"]
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, bufsize=0, start_new_session=True,
+            cwd=cwd, bufsize=0, start_new_session=True, preexec_fn=pin_to_cpu,
         )
         self.strace_pid = self.proc.pid
         self.out_fd = self.proc.stdout.fileno()
@@ -236,6 +252,10 @@ class Shell:
                 killed_at = float("inf")
             wait = 0.05 if timed_out else max(0.0, min(0.5, deadline - now))
             ready, _, _ = select.select(open_fds, [], [], wait)
+            if now - t0 > BATCH_AFTER_S:
+                # a long, syscall-heavy command: waking for every trace line would steal CPU
+                # from strace and the command, so let lines pile up in the pipe for a moment
+                time.sleep(BATCH_SLEEP_S)
             for fd in ready:
                 if fd == self.trace_fd:
                     if not self._drain_trace():
