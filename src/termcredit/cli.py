@@ -45,6 +45,37 @@ def _cmd_image(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from .harness.trace_cmd import trace_steps
+    from .sandbox import ImageMap, build_task_image, docker_client, ensure_base_image
+    from .tasks import load_task
+
+    client = docker_client()
+    log = lambda m: console.print(f"[dim]{m}[/]")  # noqa: E731
+    base = ensure_base_image(client, log=log)
+    image = args.image or base
+    if args.task:
+        task = load_task(args.task)
+        image = build_task_image(client, task.environment_dir, task.name, base_ref=base,
+                                 image_map=ImageMap.load(None), log=log)
+    report = trace_steps(client, image, args.step, setup=args.setup or [], workdir=args.workdir,
+                         timeout=args.timeout, grace=args.grace)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"termcredit trace ({image})", show_lines=True)
+    for col in ("#", "command", "exit", "read", "written", "deleted", "temporary", "executed"):
+        table.add_column(col, overflow="fold")
+    for i, r in enumerate(report):
+        table.add_row(str(i), r["command"], str(r["exit_code"]),
+                      *("\n".join(r[k]) for k in ("read", "written", "deleted", "temporary",
+                                                  "executed")))
+    Console().print(table)
+    return 0
+
+
 def _cmd_gc(args: argparse.Namespace) -> int:
     from .sandbox import docker_client, gc
 
@@ -88,6 +119,25 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--image-map", help="TOML file with an [image_map] table for FROM lines")
     i.set_defaults(func=_cmd_image)
 
+    t = sub.add_parser("trace", help="show which files each command read and wrote",
+                       description="Run setup commands, then each --step, traced in one fresh "
+                       "sandbox; print per step the files it read (needing their earlier "
+                       "content), wrote, deleted, created as temporaries, and executed. "
+                       "Absolute paths; the environment layer (/usr, /proc, caches) is left out.")
+    src = t.add_mutually_exclusive_group()
+    src.add_argument("--task", help="use this task's image (default: the base image)")
+    src.add_argument("--image", help="use this image")
+    t.add_argument("--setup", action="append", metavar="CMD",
+                   help="run before the steps, not reported (repeatable)")
+    t.add_argument("--step", action="append", required=True, metavar="CMD",
+                   help="a traced step (repeatable, in order)")
+    t.add_argument("--workdir", help="starting directory (default: the image's)")
+    t.add_argument("--timeout", type=float, default=120.0, help="per-command timeout (s)")
+    t.add_argument("--grace", type=float, default=2.0,
+                   help="seconds background jobs may run after the last step (default 2)")
+    t.add_argument("--json", action="store_true", help="one JSON object per step")
+    t.set_defaults(func=_cmd_trace)
+
     g = sub.add_parser("gc", help="remove containers left by dead runs",
                        description="Remove termcredit containers whose owning process is gone.")
     g.add_argument("--run", help="remove this run id's containers, owner alive or not")
@@ -99,11 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .sandbox import EngineError, ImageBuildError
+    from .harness.trace_cmd import TraceError
     from .tasks import TaskError
 
     try:
         return args.func(args)
-    except (TaskError, ImageBuildError, EngineError, FileNotFoundError, ValueError) as exc:
+    except (TaskError, ImageBuildError, EngineError, TraceError, FileNotFoundError,
+            ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
     except KeyboardInterrupt:

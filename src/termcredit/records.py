@@ -18,6 +18,23 @@ T = TypeVar("T")
 
 
 @dataclass
+class Accesses:
+    """What one command did to task files (environment layer apart), from the tracer."""
+
+    read: list[str] = field(default_factory=list)  # needed the pre-command version
+    written: list[str] = field(default_factory=list)  # new content (or entry) at the end
+    deleted: list[str] = field(default_factory=list)
+    temporary: list[str] = field(default_factory=list)  # created and removed inside
+    executed: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)  # directories listed
+    probed: list[str] = field(default_factory=list)  # looked up while missing
+    meta: list[str] = field(default_factory=list)  # metadata changed (chmod, touch)
+    derived_from: dict[str, str] = field(default_factory=dict)  # written -> continued path
+    env_read: list[str] = field(default_factory=list)  # environment-layer reads, kept apart
+    env_written: list[str] = field(default_factory=list)
+
+
+@dataclass
 class CommandRecord:
     """One command run in the traced shell."""
 
@@ -32,6 +49,8 @@ class CommandRecord:
     seq: int = 0
     trace: str = ""  # raw strace lines from start marker to end marker (not serialised)
     trace_file: str | None = None  # relative to the trial dir, once written
+    accesses: Accesses | None = None  # from the tracer
+    files: list["FileState"] = field(default_factory=list)  # content check after the command
 
 
 ShellResult = CommandRecord
@@ -73,6 +92,7 @@ class VerifierReport:
     stderr: str = ""
     trace_file: str | None = None
     error: str | None = None
+    resources: list[str] = field(default_factory=list)  # cleaned verifier-inspected paths
 
 
 @dataclass
@@ -99,7 +119,8 @@ class TrialResult:
 
 # ---------------------------------------------------------------- JSON round trip
 
-_SKIP = {("CommandRecord", "trace")}
+# in-memory only: raw traces live in trace/, file contents in content/<sha256>
+_SKIP = {("CommandRecord", "trace"), ("FileState", "content")}
 
 
 def to_dict(obj: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import Any, Callable, Protocol
 from ..records import CommandRecord, Step, Trajectory
 from ..sandbox import Sandbox
 from ..tasks import Task
+from .observe import StepObserver
 
 DEFAULT_COMMAND_TIMEOUT = 120.0
 
@@ -38,10 +39,17 @@ class AgentEnv:
         self.command_timeout = command_timeout
         self.output_cap = output_cap
         self.deadline = time.monotonic() + task.agent_timeout_sec
+        self.observer = StepObserver(sandbox.shell, trial_dir=trial_dir,
+                                     image_added=sandbox.added_paths)
 
     @property
     def instruction(self) -> str:
         return self.task.instruction
+
+    def finalize(self) -> None:
+        """Per-step accesses from the whole session trace (call once the agent is done)."""
+        records = [s.command for s in self.trajectory.steps if s.command is not None]
+        self.observer.finalize(records, "".join(self.sandbox.shell.session_trace))
 
     def time_left(self) -> float:
         return self.deadline - time.monotonic()
@@ -60,6 +68,7 @@ class AgentEnv:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(rec.trace)
         rec.trace_file = rel
+        self.observer.after_step(rec)
         self.trajectory.steps.append(
             Step(index=index, action=action if action is not None else command, command=rec,
                  info=dict(info))

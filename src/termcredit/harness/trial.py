@@ -41,8 +41,11 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
             traj.termination = "done"
         except AgentTimeout:
             traj.termination = "agent_timeout"
+        env.finalize()
         save_json(traj, trial_dir / "trajectory.json")  # agent part is safe before verifying
-        traj.verifier = run_verifier(sandbox, task, trial_dir)
+        agent_written = {p for s in traj.steps if s.command and s.command.accesses
+                         for p in s.command.accesses.written}
+        traj.verifier = run_verifier(sandbox, task, trial_dir, agent_written=agent_written)
         error = traj.verifier.error
     except Exception as exc:  # recorded per trial; the run goes on
         traj.termination = traj.termination or "error"

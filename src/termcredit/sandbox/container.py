@@ -81,6 +81,10 @@ class Sandbox:
         assert self.shell is not None
         return self.shell.run(command, timeout=timeout, output_cap=output_cap)
 
+    def added_paths(self) -> set[str]:
+        """Paths added since the image was built (docker diff), to tell new files from old."""
+        return {c["Path"] for c in (self.client.api.diff(self.id) or []) if c["Kind"] == 1}
+
     def put_dir(self, src: Path, dest: str) -> None:
         """Copy a host folder's contents to ``dest`` in the container (created if missing)."""
         buf = io.BytesIO()

@@ -138,6 +138,8 @@ class TracedShell:
         # the shim enforces `timeout`; ours only guards against a wedged shim
         frame = self._stream.read_frame(time.monotonic() + timeout + 30)
         h = frame.header
+        if h["op"] == "error":
+            raise ShellError(h["error"])
         out, err, trace = frame.blobs
         trace_text = trace.decode("utf-8", "replace")
         self.session_trace.append(trace_text)
@@ -168,12 +170,12 @@ class TracedShell:
 
     def finish(self, grace: float = 2.0) -> str:
         """End the shell, letting background jobs run up to ``grace`` s; returns the trace
-        lines written after the last command (late writes of background jobs)."""
+        lines written after the last command (late writes of background jobs). ``snapshot``
+        still works afterwards; ``run`` does not."""
         self._send({"op": "finish", "grace": grace})
         frame = self._stream.read_frame(time.monotonic() + grace + 30)
         tail = frame.blobs[0].decode("utf-8", "replace")
         self.session_trace.append(tail)
-        self.close()
         return tail
 
     def _send(self, req: dict[str, Any]) -> None:

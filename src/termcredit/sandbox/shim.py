@@ -411,12 +411,16 @@ def main():
             break
         if req["op"] == "close":
             break
-        if req["op"] == "finish":
+        if req["op"] == "finish":  # the shell ends; snapshots still work until "close"
             send({"op": "finished"}, finish(shell, req.get("grace", 2.0)))
-            return
+            shell = None
+            continue
         if req["op"] == "snapshot":
             header, blobs = snapshot(req["paths"], req.get("content_cap", 1 << 18))
             send(header, *blobs)
+            continue
+        if shell is None:
+            send({"op": "error", "error": "the shell was finished"})
             continue
         shell.cwd_now()
         header, out, err, trace = shell.run(req["seq"], req["cmd"], req["timeout"], req["cap"])
@@ -427,7 +431,8 @@ def main():
             trace += bytes(shell.trace)
             del shell.trace[:]
         send(header, out, err, trace)
-    shell.close()
+    if shell is not None:
+        shell.close()
 
 
 if __name__ == "__main__":

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Iterable
 
 from ..records import VerifierReport
 from ..sandbox import Sandbox
 from .model import Task
+from .resources import verifier_resources
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
 
@@ -44,20 +46,24 @@ def read_reward(verifier_dir: Path) -> tuple[float, dict[str, float], str | None
     return 0.0, {}, "the verifier wrote neither reward.txt nor reward.json"
 
 
-def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path) -> VerifierReport:
+def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
+                 agent_written: Iterable[str] = ()) -> VerifierReport:
     sandbox.put_dir(task.tests_dir, "/tests")
     shell = sandbox.open_shell(env=task.verifier_env)
     try:
         rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec,
                         output_cap=1 << 20)
-        startup = shell.session_trace[0]
+        shell.finish(grace=1.0)  # the verifier's leftover children: their reads count too
     finally:
         shell.close()
+    trace_text = "".join(shell.session_trace)
     trace_dir = trial_dir / "trace"
     trace_dir.mkdir(parents=True, exist_ok=True)
-    (trace_dir / "verifier.strace").write_text(startup + rec.trace)
+    (trace_dir / "verifier.strace").write_text(trace_text)
     vdir = trial_dir / "verifier"
     sandbox.get_dir("/logs/verifier", vdir)
+    resources = verifier_resources(trace_text, agent_written=agent_written)
+    (vdir / "resources.json").write_text(json.dumps(resources, indent=2) + "\n")
     (vdir / "test-stdout.txt").write_text(rec.stdout)
     (vdir / "test-stderr.txt").write_text(rec.stderr)
     reward, metrics, error = read_reward(vdir)
@@ -67,5 +73,5 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path) -> VerifierRepor
     return VerifierReport(
         reward=reward, rewards=metrics, exit_code=rec.exit_code, timed_out=rec.timed_out,
         duration_s=rec.duration_s, stdout=rec.stdout[-4000:], stderr=rec.stderr[-4000:],
-        trace_file="trace/verifier.strace", error=error,
+        trace_file="trace/verifier.strace", error=error, resources=resources["cleaned"],
     )

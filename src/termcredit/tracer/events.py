@@ -61,6 +61,7 @@ class Event:
     target: str | None = None  # SYMLINK target text
     argv: tuple[str, ...] | None = None  # EXEC
     syscall: str = ""  # originating syscall, for diagnostics
+    may_create: bool = False  # MODIFY from an O_CREAT open without O_EXCL/O_TRUNC (`touch`)
 
 
 def norm(path: str) -> str:
@@ -168,7 +169,10 @@ def _open(sc: Syscall, cwd: str | None) -> list[Event]:
         return []
     if (flags & (O_ACCMODE | O_DIRECTORY)) == 0 and _is_dir_handle(sc, path_i, path, cwd):
         return []  # open(".") to save the cwd for a later fchdir (find, fts): no content read
-    return [e for k in open_kinds(flags) for e in _ev(k, path, sc)]
+    creat = bool(flags & O_CREAT)
+    return [e for k in open_kinds(flags)
+            for e in _ev(k, path, sc, **({"may_create": True} if creat and k is Kind.MODIFY
+                                         else {}))]
 
 
 def _is_dir_handle(sc: Syscall, path_i: int, path: str, cwd: str | None) -> bool:

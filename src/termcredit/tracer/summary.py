@@ -69,6 +69,9 @@ class AccessSets:
     # written path -> pre-command path whose content it continues (append, in-place modify,
     # rename, hard link). Absent: content made from scratch by this command.
     derived_from: dict[str, str] = field(default_factory=dict)
+    # in `read` only because an O_CREAT open (no O_EXCL/O_TRUNC) came first: the trace cannot
+    # tell whether the path existed; the caller checks it against its file-version store
+    maybe_new: set[str] = field(default_factory=set)
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -134,6 +137,8 @@ class _Walker:
             self.use_old(p, src, self.sets.read)
             self.write_new(e.dst, origin=src.origin)
         elif k in _NEEDS_OLD:
+            if e.may_create and p not in self.states:
+                self.sets.maybe_new.add(p)
             st = self.state(p, "old")
             self.use_old(p, st, self.sets.listed if k is Kind.LIST else self.sets.read)
             if k is Kind.EXEC:

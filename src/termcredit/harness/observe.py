@@ -1,0 +1,93 @@
+"""From raw traces to the facts later stages use: per-step accesses and file contents.
+
+After each command (``after_step``): the command's trace segment names the paths it may have
+written; the sandbox hashes them at once (a write that changed nothing makes no new version)
+and keeps small text files, content-addressed under ``content/<sha256>`` in the trial dir.
+
+At the end of the episode (``finalize``): the whole session trace is parsed again, so a
+background job's late writes go to the command that started it, and reads that only an
+``O_CREAT`` open suggested (``touch`` of a new file) are dropped when the path did not exist.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..records import Accesses, CommandRecord, FileState
+from ..tracer import AccessSummary, EnvironmentLayer, parse_session, summarize_segment
+
+CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ownership
+
+
+def to_accesses(summary: AccessSummary) -> Accesses:
+    return Accesses(
+        read=sorted(summary.read), written=sorted(summary.written),
+        deleted=sorted(summary.deleted), temporary=sorted(summary.temporary),
+        executed=sorted(summary.executed), listed=sorted(summary.listed),
+        probed=sorted(summary.probed), meta=sorted(summary.meta),
+        derived_from=dict(sorted(summary.derived_from.items())),
+        env_read=sorted(summary.environment.read), env_written=sorted(summary.environment.written),
+    )
+
+
+class StepObserver:
+    def __init__(self, shell: Any, *, trial_dir: Path | None = None,
+                 env: EnvironmentLayer | None = None, content_cap: int = CONTENT_CAP,
+                 image_added: Any = None):
+        self.shell = shell
+        self.trial_dir = trial_dir
+        self.env = env or EnvironmentLayer()
+        self.content_cap = content_cap
+        self._image_added = image_added  # () -> set of paths added since the image (docker diff)
+
+    def after_step(self, rec: CommandRecord) -> None:
+        """Content check: hash what this command may have written, right after it ran."""
+        seg = summarize_segment(rec.trace, self.env)
+        candidates = sorted(seg.written | seg.meta)
+        if not candidates:
+            return
+        rec.files = self.shell.snapshot(candidates, content_cap=self.content_cap)
+        self.store(rec.files)
+
+    def store(self, states: Iterable[FileState]) -> None:
+        if self.trial_dir is None:
+            return
+        folder = self.trial_dir / "content"
+        for st in states:
+            if st.content is not None and st.sha256:
+                path = folder / st.sha256
+                if not path.exists():
+                    folder.mkdir(parents=True, exist_ok=True)
+                    path.write_text(st.content)
+
+    def finalize(self, records: list[CommandRecord], session_text: str) -> None:
+        """Per-step accesses from the whole session (correct background attribution)."""
+        session = parse_session(session_text, self.shell.nonce, self.env)
+        exists: dict[str, bool] = {}  # path -> exists after the steps so far
+        added: set[str] | None = None
+        for rec in records:
+            cmd = session.commands.get(rec.seq)
+            if cmd is None:
+                rec.accesses = Accesses()
+                continue
+            summary = cmd.summary
+            for path in sorted(summary.maybe_new & summary.read):
+                known = exists.get(path)
+                if known is None:  # not touched by an earlier step: was it in the image?
+                    if added is None:
+                        added = self._image_added() if self._image_added else set()
+                    known = path not in added
+                if not known:
+                    summary.read.discard(path)
+                    summary.derived_from.pop(path, None)
+            rec.accesses = to_accesses(summary)
+            late = summary.written - {f.path for f in rec.files}
+            if late:  # written after the step's snapshot (background jobs): their state now
+                rec.files = rec.files + self.shell.snapshot(sorted(late),
+                                                           content_cap=self.content_cap)
+                self.store(rec.files)
+            for path in summary.written:
+                exists[path] = True
+            for path in summary.deleted | summary.temporary:
+                exists[path] = False
