@@ -1,0 +1,34 @@
+"""Record a realistic 50-command agent session trace for benchmarks/parse_throughput.py.
+
+Usage: .venv/bin/python benchmarks/data/record_session.py  (needs Docker and the base image)
+"""
+from pathlib import Path
+
+from termcredit.sandbox import Sandbox, SandboxSpec, docker_client, ensure_base_image
+cmds = [
+ "mkdir -p /app/data /app/src && cd /app", "ls -la", "printf 'id,name,score\\n1,ann,90\\n2,bob,75\\n3,cy,82\\n' > data/scores.csv",
+ "cat data/scores.csv", "head -n 2 data/scores.csv", "wc -l data/scores.csv", "grep -n bob data/scores.csv",
+ "sort -t, -k3 -n data/scores.csv > data/sorted.csv", "cat data/sorted.csv", "awk -F, 'NR>1{s+=$3} END{print s/(NR-1)}' data/scores.csv",
+ "python3 -c \"import csv; rows=list(csv.DictReader(open('data/scores.csv'))); print(max(rows, key=lambda r: int(r['score']))['name'])\"",
+ "echo 'ann' > answer.txt", "cat answer.txt", "find /app -type f", "cp data/scores.csv data/backup.csv", "sed -i 's/bob/rob/' data/scores.csv",
+ "diff data/scores.csv data/backup.csv || true", "mv data/backup.csv /tmp/", "rm /tmp/backup.csv", "ls data",
+ "printf 'def add(a, b):\\n    return a - b\\n' > src/calc.py", "python3 -c 'import sys; sys.path.insert(0, \"src\"); import calc; print(calc.add(2, 3))'",
+ "sed -i 's/a - b/a + b/' src/calc.py", "python3 -c 'import sys; sys.path.insert(0, \"src\"); import calc; print(calc.add(2, 3))'",
+ "cat src/calc.py", "git init -q /app/repo && cd /app/repo", "git config user.email a@b.c && git config user.name a", "echo hello > README.md",
+ "git add README.md && git commit -qm init", "git log --oneline", "echo more >> README.md", "git diff --stat", "git commit -qam more",
+ "git status --short", "cd /app", "tar czf /tmp/app.tgz data src", "tar tzf /tmp/app.tgz", "mkdir -p out && tar xzf /tmp/app.tgz -C out",
+ "ls -R out", "du -sh out", "env | sort | head -3", "ps aux | head -5", "cat /etc/os-release | head -2", "python3 -m json.tool <<< '{\"a\": 1}'",
+ "echo '{\"k\": [1,2,3]}' > data/x.json", "python3 -c 'import json; print(sum(json.load(open(\"data/x.json\"))[\"k\"]))' > data/sum.txt",
+ "cat data/sum.txt", "chmod 600 data/sum.txt && stat -c %a data/sum.txt", "ln -s data/sum.txt sumlink && cat sumlink", "find . -name '*.py' | xargs wc -l",
+]
+assert len(cmds) == 50
+c = docker_client(); sb = Sandbox(c, SandboxSpec(image=ensure_base_image(c)), "rec50")
+try:
+    for cmd in cmds:
+        r = sb.run(cmd)
+        assert r.exit_code == 0, (cmd, r.stderr)
+    text = "".join(sb.shell.session_trace)
+    Path(__file__).with_name("session-50.strace").write_text(text)
+    print(len(text.splitlines()), "lines", len(text), "bytes")
+finally:
+    sb.remove()
