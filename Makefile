@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv docker base test bench task graph view clean distclean
+.PHONY: help setup venv system docker base test bench task graph view clean distclean
 
 help: ## list the targets
 	@echo "termcredit — make targets"
@@ -22,13 +22,16 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with pinned deps (torch==2.13.0 CPU)
 
+system: ## install debootstrap and graphviz if missing (apt, as root on Debian)
+	@bash scripts/ensure-system.sh
+
 docker: ## make sure a Docker engine runs (installs docker.io + starts dockerd as root on Debian)
 	@bash scripts/ensure-docker.sh
 
-base: venv docker ## build the termcredit/base image (cached by recipe hash)
+base: venv system docker ## build the termcredit/base image (cached by recipe hash)
 	@$(TC) image base
 
-setup: venv docker base ## everything: venv, deps, Docker engine, base image
+setup: venv system docker base ## everything: venv, deps, system tools, Docker engine, base image
 
 test: setup ## run the test suite (unit + integration against real Docker)
 	$(PY) -m pytest -q $(PYTEST_ARGS)

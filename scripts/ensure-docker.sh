@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# Make sure a Docker engine answers. As root on Debian without one: install docker.io (and
-# debootstrap, which builds the base image when no registry is reachable) and start dockerd.
+# Make sure a Docker engine answers. As root on Debian without one: install docker.io and start
+# dockerd.
 set -euo pipefail
 
 have_engine() { docker info >/dev/null 2>&1; }
 
 if have_engine; then
-  command -v debootstrap >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; } || true
   echo "docker engine: running ($(docker version --format '{{.Server.Version}}' 2>/dev/null))"
   exit 0
 fi
@@ -21,13 +19,10 @@ MSG
   exit 1
 fi
 
-missing=()
-command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
-command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing ${missing[*]} (apt)"
+if ! command -v dockerd >/dev/null 2>&1; then
+  echo "installing docker.io (apt)"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
 fi
 
 echo "starting dockerd (log: /var/log/termcredit-dockerd.log)"

@@ -96,6 +96,16 @@ class VerifierReport:
 
 
 @dataclass
+class TokenLayout:
+    """One token sequence per trajectory, exactly as sampled (never re-tokenised)."""
+
+    token_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)  # 1: a token the policy sampled
+    logprobs: list[float] = field(default_factory=list)  # behaviour log-probs (0 where masked)
+    step_spans: list[list[int]] = field(default_factory=list)  # per step: [start, end) of its action
+
+
+@dataclass
 class Trajectory:
     task: str
     instruction: str
@@ -103,6 +113,8 @@ class Trajectory:
     steps: list[Step] = field(default_factory=list)
     verifier: VerifierReport | None = None
     termination: str = ""  # done | max_turns | agent_timeout | error | ...
+    tokens: TokenLayout | None = None  # set when a policy produced the actions
+    trial_dir: str | None = None  # where its trace/, content/ and verifier/ live
     info: dict[str, Any] = field(default_factory=dict)
 
 

@@ -26,7 +26,8 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
     leaves its trajectory (with every step that ran) on disk."""
     t0 = time.monotonic()
     trial_dir.mkdir(parents=True, exist_ok=True)
-    traj = Trajectory(task=task.name, instruction=task.instruction, agent=agent.name)
+    traj = Trajectory(task=task.name, instruction=task.instruction, agent=agent.name,
+                      trial_dir=str(trial_dir))
     error: str | None = None
     sandbox = None
     try:

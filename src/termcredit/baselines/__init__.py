@@ -1,0 +1,1 @@
+"""Baseline advantage estimators, one per file, each registered in termcredit.estimators."""
