@@ -20,7 +20,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = RunConfig(tasks=tasks, agent=args.agent, attempts=args.attempts,
                     concurrency=args.concurrency, out=Path(args.out) if args.out else None,
                     command_timeout=args.command_timeout, image_map=args.image_map,
-                    force_build=args.force_build)
+                    force_build=args.force_build, instance=args.instance)
     summary = run(cfg, console)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -28,8 +28,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_image(args: argparse.Namespace) -> int:
-    from .sandbox import ImageMap, build_task_image, docker_client, ensure_base_image
+    from .sandbox import ImageMap, docker_client, ensure_base_image
     from .tasks import load_task
+    from .tasks.build import build_image
 
     client = docker_client()
     log = lambda m: console.print(f"[dim]{m}[/]")  # noqa: E731
@@ -39,16 +40,16 @@ def _cmd_image(args: argparse.Namespace) -> int:
         return 0
     for path in args.paths:
         task = load_task(path)
-        print(build_task_image(client, task.environment_dir, task.name, base_ref=base,
-                               image_map=ImageMap.load(args.image_map), force=args.force,
-                               log=log))
+        print(build_image(client, task, base_ref=base, instance=args.instance,
+                          image_map=ImageMap.load(args.image_map), force=args.force, log=log))
     return 0
 
 
 def _cmd_trace(args: argparse.Namespace) -> int:
     from .harness.trace_cmd import trace_steps
-    from .sandbox import ImageMap, build_task_image, docker_client, ensure_base_image
+    from .sandbox import ImageMap, docker_client, ensure_base_image
     from .tasks import load_task
+    from .tasks.build import build_image
 
     client = docker_client()
     log = lambda m: console.print(f"[dim]{m}[/]")  # noqa: E731
@@ -56,8 +57,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     image = args.image or base
     if args.task:
         task = load_task(args.task)
-        image = build_task_image(client, task.environment_dir, task.name, base_ref=base,
-                                 image_map=ImageMap.load(None), log=log)
+        image = build_image(client, task, base_ref=base, image_map=ImageMap.load(None),
+                            log=log)
     report = trace_steps(client, image, args.step, setup=args.setup or [], workdir=args.workdir,
                          timeout=args.timeout, grace=args.grace)
     if args.json:
@@ -107,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-command timeout in seconds (default 120)")
     r.add_argument("--image-map", help="TOML file with an [image_map] table for FROM lines")
     r.add_argument("--force-build", action="store_true", help="rebuild task images")
+    r.add_argument("--instance", type=int, default=0,
+                   help="instance seed for parametrised tasks (default 0)")
     r.add_argument("--json", action="store_true", help="print result.json to stdout")
     r.set_defaults(func=_cmd_run)
 
@@ -117,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("paths", nargs="*", metavar="TASK", help="task folders (with `task`)")
     i.add_argument("--force", action="store_true", help="rebuild even if cached")
     i.add_argument("--image-map", help="TOML file with an [image_map] table for FROM lines")
+    i.add_argument("--instance", type=int, default=0, help="instance seed (parametrised tasks)")
     i.set_defaults(func=_cmd_image)
 
     t = sub.add_parser("trace", help="show which files each command read and wrote",

@@ -21,9 +21,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..records import TrialResult, to_dict
-from ..sandbox import (ImageBuildError, ImageMap, SandboxPool, build_task_image, docker_client,
-                       ensure_base_image, gc)
+from ..sandbox import ImageBuildError, ImageMap, SandboxPool, docker_client, ensure_base_image, gc
 from ..tasks import Task
+from ..tasks.build import build_image
 from .agents import make_agent_factory
 from .trial import run_trial, task_spec
 
@@ -38,6 +38,7 @@ class RunConfig:
     command_timeout: float = 120.0
     image_map: str | None = None
     force_build: bool = False
+    instance: int = 0  # instance seed of parametrised tasks (all attempts share it)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -59,6 +60,7 @@ def write_config(cfg: RunConfig, out: Path, run_id: str) -> None:
     items = {
         "run_id": run_id, "agent": cfg.agent, "attempts": cfg.attempts,
         "concurrency": cfg.concurrency, "command_timeout": cfg.command_timeout,
+        "instance": cfg.instance,
         "tasks": [str(t.path) for t in cfg.tasks], **cfg.extra,
     }
     body = "".join(f"{k} = {_toml_value(v)}\n" for k, v in items.items() if v is not None)
@@ -116,8 +118,8 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     images: dict[str, str | Exception] = {}
     for task in cfg.tasks:
         try:
-            images[task.name] = build_task_image(
-                client, task.environment_dir, task.name, base_ref=base, image_map=image_map,
+            images[task.name] = build_image(
+                client, task, base_ref=base, instance=cfg.instance, image_map=image_map,
                 force=cfg.force_build, log=lambda m: console.print(f"[dim]{m}[/]"))
         except ImageBuildError as exc:
             images[task.name] = exc
@@ -149,7 +151,8 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
                     continue
                 fut = executor.submit(run_trial, task, agent_factory(), pool,
                                       task_spec(task, image), trial_dir, attempt=k,
-                                      command_timeout=cfg.command_timeout)
+                                      command_timeout=cfg.command_timeout,
+                                      instance=cfg.instance)
                 futures[fut] = (task, k)
             pending = set(futures)
             while pending:

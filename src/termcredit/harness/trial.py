@@ -21,7 +21,8 @@ def task_spec(task: Task, image: str) -> SandboxSpec:
 
 
 def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, trial_dir: Path,
-              *, attempt: int = 0, command_timeout: float = 120.0) -> TrialResult:
+              *, attempt: int = 0, command_timeout: float = 120.0,
+              instance: int = 0) -> TrialResult:
     """Run one episode end to end. Errors are recorded, never raised: a failed trial still
     leaves its trajectory (with every step that ran) on disk."""
     t0 = time.monotonic()
@@ -34,6 +35,7 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         sandbox = pool.acquire(spec)
         traj.info["container"] = sandbox.id[:12]
         traj.info["image"] = spec.image
+        traj.info["instance"] = instance
         (trial_dir / "trace").mkdir(exist_ok=True)
         (trial_dir / "trace" / "shell-start.strace").write_text(sandbox.shell.session_trace[0])
         env = AgentEnv(sandbox, task, traj, trial_dir, command_timeout=command_timeout)
@@ -46,7 +48,8 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         save_json(traj, trial_dir / "trajectory.json")  # agent part is safe before verifying
         agent_written = {p for s in traj.steps if s.command and s.command.accesses
                          for p in s.command.accesses.written}
-        traj.verifier = run_verifier(sandbox, task, trial_dir, agent_written=agent_written)
+        traj.verifier = run_verifier(sandbox, task, trial_dir, agent_written=agent_written,
+                                     instance=instance)
         error = traj.verifier.error
     except Exception as exc:  # recorded per trial; the run goes on
         traj.termination = traj.termination or "error"

@@ -216,27 +216,30 @@ def _tree_digest(directory: Path, extra: str) -> str:
 
 def build_task_image(client: Any, env_dir: Path, name: str, *, base_ref: str,
                      image_map: ImageMap | None = None, force: bool = False,
-                     log: Log = print) -> str:
+                     build_args: dict[str, str] | None = None, log: Log = print) -> str:
     """Build (or reuse) the image for a task's ``environment/`` folder."""
     dockerfile = env_dir / "Dockerfile"
     image_map = image_map or ImageMap.load()
     text = rewrite_from_lines(dockerfile.read_text(), image_map, base_ref)
     slug = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "task"
-    ref = f"termcredit/task-{slug}:{_tree_digest(env_dir, text)[:12]}"
+    args = dict(sorted((build_args or {}).items()))
+    ref = f"termcredit/task-{slug}:{_tree_digest(env_dir, text + json.dumps(args))[:12]}"
     if not force and image_exists(client, ref):
         return ref
     with tempfile.TemporaryDirectory(prefix="termcredit-ctx-") as tmp:
         ctx = Path(tmp) / "ctx"
         shutil.copytree(env_dir, ctx, symlinks=True)
         (ctx / "Dockerfile").write_text(text)
-        _docker_build(client, ctx, ref, dockerfile, log)
+        _docker_build(client, ctx, ref, dockerfile, log, buildargs=args)
     return ref
 
 
-def _docker_build(client: Any, ctx: Path, ref: str, shown: Path, log: Log) -> None:
+def _docker_build(client: Any, ctx: Path, ref: str, shown: Path, log: Log,
+                  buildargs: dict[str, str] | None = None) -> None:
     lines: list[str] = []
     step = ""
     for chunk in client.api.build(path=str(ctx), tag=ref, network_mode="host", rm=True,
+                                  buildargs=buildargs or None,
                                   forcerm=True, decode=True, labels={"termcredit": "1"}):
         if "stream" in chunk:
             for line in chunk["stream"].splitlines():

@@ -51,6 +51,11 @@ class Task:
         return self.path / "solution"
 
     @property
+    def parametrized(self) -> bool:
+        """Instance-seeded: the build and the verifier read TC_INSTANCE (see tasks/build.py)."""
+        return bool(self.metadata.get("parametrized", False))
+
+    @property
     def has_solution(self) -> bool:
         return (self.solution_dir / "solve.sh").is_file()
 

@@ -16,6 +16,7 @@ from typing import Iterable
 from ..records import VerifierReport
 from ..sandbox import Sandbox
 from .model import Task
+from .build import instance_env
 from .resources import verifier_resources
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
@@ -47,9 +48,9 @@ def read_reward(verifier_dir: Path) -> tuple[float, dict[str, float], str | None
 
 
 def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
-                 agent_written: Iterable[str] = ()) -> VerifierReport:
+                 agent_written: Iterable[str] = (), instance: int = 0) -> VerifierReport:
     sandbox.put_dir(task.tests_dir, "/tests")
-    shell = sandbox.open_shell(env=task.verifier_env)
+    shell = sandbox.open_shell(env={**task.verifier_env, **instance_env(task, instance)})
     try:
         rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec,
                         output_cap=1 << 20)

@@ -1,0 +1,56 @@
+"""EpisodeFacts from a trajectory (in memory, or a trial directory written by `termcredit run`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..estimators import step_token_counts
+from ..records import Trajectory, load_json
+from .facts import CommandFacts, EpisodeFacts, Version
+
+
+class TrialError(ValueError):
+    pass
+
+
+def load_trajectory(trial_dir: str | Path) -> Trajectory:
+    path = Path(trial_dir) / "trajectory.json"
+    if not path.is_file():
+        raise TrialError(f"{path}: missing (is {trial_dir} a trial directory written by "
+                         "`termcredit run`?)")
+    traj = load_json(Trajectory, path)
+    traj.trial_dir = str(Path(trial_dir))
+    return traj
+
+
+def _text(content_dir: Path | None, sha: str | None, in_memory: str | None) -> str | None:
+    if in_memory is not None:
+        return in_memory
+    if content_dir is None or not sha:
+        return None
+    path = content_dir / sha
+    return path.read_text() if path.is_file() else None
+
+
+def facts_from_trajectory(traj: Trajectory) -> EpisodeFacts:
+    content_dir = Path(traj.trial_dir) / "content" if traj.trial_dir else None
+    counts = step_token_counts(traj)
+    commands = []
+    for step, n_tok in zip(traj.steps, counts):
+        rec = step.command
+        if rec is None or rec.accesses is None:
+            commands.append(CommandFacts(index=step.index, command=step.action, traced=False,
+                                         n_tokens=n_tok))
+            continue
+        acc = rec.accesses
+        after = {f.path: Version(path=f.path, kind=f.kind, sha256=f.sha256,
+                                 text=_text(content_dir, f.sha256, f.content) if f.text else None)
+                 for f in rec.files}
+        commands.append(CommandFacts(
+            index=step.index, command=rec.command, exit_code=rec.exit_code, stdout=rec.stdout,
+            read=set(acc.read), listed=set(acc.listed), written=set(acc.written),
+            deleted=set(acc.deleted), meta=set(acc.meta), derived_from=dict(acc.derived_from),
+            after=after, n_tokens=n_tok,
+        ))
+    resources = traj.verifier.resources if traj.verifier else []
+    return EpisodeFacts(instruction=traj.instruction, commands=commands, resources=resources)
