@@ -77,8 +77,12 @@ class Step:
     index: int
     action: str  # the raw action text (for a policy: its decoded output)
     command: CommandRecord | None = None  # None for an invalid action or the `done` action
-    observation: str = ""  # what the agent was shown
+    observation: str = ""  # what the agent was shown after it
     info: dict[str, Any] = field(default_factory=dict)
+    anchor_obs: str = ""  # raw observation BEFORE the action, no history/template (GiGPO)
+    action_key: str = ""  # canonical action (normalised command) (AdaStep)
+    invalid: bool = False  # the action could not be parsed into a command
+    reward: float = 0.0  # per-step env reward (terminal tasks: 0; penalties for invalid)
 
 
 @dataclass
@@ -103,6 +107,7 @@ class TokenLayout:
     loss_mask: list[int] = field(default_factory=list)  # 1: a token the policy sampled
     logprobs: list[float] = field(default_factory=list)  # behaviour log-probs (0 where masked)
     step_spans: list[list[int]] = field(default_factory=list)  # per step: [start, end) of its action
+    teacher_logprobs: list[float] = field(default_factory=list)  # OPD: teacher on the same ids
 
 
 @dataclass

@@ -1,0 +1,55 @@
+"""Pieces GiGPO and AdaStep share: discounted step returns and anchor grouping."""
+
+from __future__ import annotations
+
+import difflib
+import statistics
+from typing import Sequence
+
+from ..estimators import Group, reward_of
+
+
+def step_returns(traj, gamma: float, invalid_penalty: float) -> list[float]:
+    """G_t = r_t + γ G_{t+1}; the outcome reward is the last step's reward; an invalid action
+    costs `invalid_penalty` on its own step only (verl-agent: not propagated backwards)."""
+    n = len(traj.steps)
+    rewards = [s.reward for s in traj.steps]
+    if n:
+        rewards[-1] += reward_of(traj)
+    out, g = [0.0] * n, 0.0
+    for t in range(n - 1, -1, -1):
+        g = rewards[t] + gamma * g
+        out[t] = g
+    return [r - (invalid_penalty if s.invalid else 0.0) for r, s in zip(out, traj.steps)]
+
+
+def normalize(values: Sequence[float], use_std: bool, eps: float) -> list[float]:
+    """x - mean (mean_norm) or (x - mean)/(std + eps) (mean_std_norm); one value -> 0."""
+    if len(values) < 2:
+        return [0.0] * len(values)
+    mean = sum(values) / len(values)
+    scale = statistics.stdev(values) + eps if use_std else 1.0
+    return [(v - mean) / scale for v in values]
+
+
+def anchor_groups(group: Group, similarity: float | None) -> dict[int, list[tuple[int, int]]]:
+    """(traj, step) rows clustered by their raw anchor observation: exact match, or with
+    `similarity` a greedy clustering on difflib ratio >= threshold (first member represents)."""
+    clusters: list[tuple[str, list[tuple[int, int]]]] = []
+    exact: dict[str, int] = {}
+    for i, traj in enumerate(group):
+        for t, step in enumerate(traj.steps):
+            key = step.anchor_obs
+            if key in exact:
+                clusters[exact[key]][1].append((i, t))
+                continue
+            hit = None
+            if similarity is not None:
+                hit = next((c for c, (rep, _) in enumerate(clusters)
+                            if difflib.SequenceMatcher(None, rep, key).ratio() >= similarity), None)
+            if hit is None:
+                hit = len(clusters)
+                clusters.append((key, []))
+            exact[key] = hit
+            clusters[hit][1].append((i, t))
+    return {c: rows for c, (_, rows) in enumerate(clusters)}

@@ -1,0 +1,62 @@
+"""GiGPO (arXiv 2505.10978): episode advantage + ω · step advantage within anchor groups.
+
+A^E(τ_i) = normalize(R_i over the group)                       (mode: mean_norm | mean_std_norm)
+A^S(t)   = normalize(G_t over rows with the same anchor state)  (singleton anchor group -> 0)
+A        = A^E + ω · A^S, broadcast over the step's tokens.
+`cross_steps=True` takes A^E's mean/std over all step rows (verl-agent's default) instead of
+one entry per trajectory (the paper's Eq. 3, our default).
+"""
+
+from __future__ import annotations
+
+from ..estimators import EstimatorResult, Group, broadcast, register, reward_of
+from .common import anchor_groups, normalize, step_returns
+
+
+def episode_advantages(group: Group, use_std: bool, eps: float, cross_steps: bool) -> list[float]:
+    rewards = [reward_of(t) for t in group]
+    if not cross_steps:
+        return normalize(rewards, use_std, eps)
+    rows = [r for r, t in zip(rewards, group) for _ in range(max(1, len(t.steps)))]
+    mean = sum(rows) / len(rows) if rows else 0.0
+    if not use_std or len(rows) < 2:
+        return [r - mean for r in rewards]
+    var = sum((x - mean) ** 2 for x in rows) / (len(rows) - 1)
+    return [(r - mean) / (var ** 0.5 + eps) for r in rewards]
+
+
+def step_advantages(group: Group, returns: list[list[float]], use_std: bool, eps: float,
+                    similarity: float | None) -> tuple[list[list[float]], dict[int, list]]:
+    adv = [[0.0] * len(r) for r in returns]
+    clusters = anchor_groups(group, similarity)
+    for rows in clusters.values():
+        values = normalize([returns[i][t] for i, t in rows], use_std, eps)
+        for (i, t), v in zip(rows, values):
+            adv[i][t] = v
+    return adv, clusters
+
+
+@register("gigpo")
+class GiGPO:
+    def __init__(self, gamma: float = 0.95, omega: float = 1.0, mode: str = "mean_norm",
+                 similarity: float | None = None, invalid_penalty: float = 0.1,
+                 eps: float = 1e-6, cross_steps: bool = False):
+        if mode not in ("mean_norm", "mean_std_norm"):
+            raise ValueError(f"gigpo mode must be mean_norm or mean_std_norm, not {mode!r}")
+        self.gamma, self.omega, self.use_std = gamma, omega, mode == "mean_std_norm"
+        self.similarity, self.penalty, self.eps = similarity, invalid_penalty, eps
+        self.cross_steps = cross_steps
+
+    def __call__(self, group: Group) -> EstimatorResult:
+        a_e = episode_advantages(group, self.use_std, self.eps, self.cross_steps)
+        returns = [step_returns(t, self.gamma, self.penalty) for t in group]
+        a_s, clusters = step_advantages(group, returns, self.use_std, self.eps, self.similarity)
+        per_step = [[e + self.omega * s for s in steps] for e, steps in zip(a_e, a_s)]
+        n_rows = sum(len(r) for r in clusters.values())
+        singles = sum(len(r) for r in clusters.values() if len(r) == 1)
+        return EstimatorResult(
+            advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
+            step_advantages=per_step,
+            stats={"singleton_anchor_ratio": singles / n_rows if n_rows else 1.0,
+                   "anchor_groups": float(len(clusters))},
+        )
