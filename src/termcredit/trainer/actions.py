@@ -1,0 +1,73 @@
+"""Turning a policy's text into an environment action, and a command's result into the text
+the policy sees next. The only place model output is parsed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..records import CommandRecord
+
+SYSTEM_PROMPT = (
+    "You are an agent in a Linux shell. Solve the task by running shell commands. Reply with "
+    "exactly one shell command per turn, either as a single line or inside a ```bash code "
+    "block. You will see the command's exit code and output. When the task is complete, reply "
+    "with the single word: done"
+)
+_FENCE = re.compile(r"```[ \t]*(?:bash|sh|shell|console)?[ \t]*\n(.*?)(?:\n```|\Z)", re.S)
+DONE_WORDS = {"done", "<done>", "[done]", "done."}
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # "command" | "done" | "invalid"
+    command: str = ""
+    error: str = ""
+
+    @property
+    def key(self) -> str:
+        """Canonical action identity (AdaStep): whitespace-normalised command or the kind."""
+        return " ".join(self.command.split()) if self.kind == "command" else f"<{self.kind}>"
+
+
+def parse_action(text: str) -> Action:
+    """A fenced block (its content, several lines allowed) or else the first non-empty line
+    (a leading `$ ` prompt is dropped). `done` alone ends the episode."""
+    stripped = text.strip()
+    if stripped.lower() in DONE_WORDS:
+        return Action("done")
+    m = _FENCE.search(text)
+    if m:
+        body = m.group(1).strip()
+        if body.lower() in DONE_WORDS:
+            return Action("done")
+        if not body:
+            return Action("invalid", error="the code block is empty")
+        return Action("command", body)
+    for line in stripped.splitlines():
+        line = line.strip()
+        if line.startswith("$ "):
+            line = line[2:].strip()
+        if line and not line.startswith("```"):
+            return Action("done") if line.lower() in DONE_WORDS else Action("command", line)
+    return Action("invalid", error="no command found: reply with one shell command or `done`")
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head]}\n[... {len(text) - limit} characters cut ...]\n{text[-(limit - head):]}"
+
+
+def format_observation(rec: CommandRecord, limit: int = 1200) -> str:
+    parts = [f"exit code: {rec.exit_code}" + (" (timed out)" if rec.timed_out else "")]
+    if rec.stdout:
+        parts.append("stdout:\n" + _clip(rec.stdout.rstrip("\n"), limit))
+    if rec.stderr:
+        parts.append("stderr:\n" + _clip(rec.stderr.rstrip("\n"), limit // 2))
+    return "\n".join(parts)
+
+
+def invalid_observation(action: Action) -> str:
+    return f"error: {action.error}"
