@@ -1,0 +1,76 @@
+"""Step weights and advantages from step credits (algorithms.md §4.4).
+
+Over the K traced steps of a trajectory
+
+    f_t = K · (C_t − min_s C_s) / Σ_s (C_s − min_s C_s)     (``subtract_min``, the default)
+    f_t = K · C_t / Σ_s C_s                                 (``subtract_min=False``)
+
+so f averages 1 over traced steps; untraced steps (no command ran) get f_t = 1. Then the
+token normalisation ``w_t = f_t / (Σ_s n_s f_s / Σ_s n_s)`` and ``A_{i,t} = Â_i · w_t`` keep
+the token-weighted mean of the trajectory's advantage at Â_i, and w_t ≥ 0 never flips its
+sign. Whether the paper subtracts the minimum this way follows the third-party
+re-implementation; the switch keeps the plain proportional reading available.
+
+GRPO unit weights (all w_t = 1) are the fallback, with the reason recorded:
+``no-traced-steps``, ``no-verifier-resources``, ``tied-credits`` (all traced credits equal,
+within a relative 1e-12, one traced step included) or ``zero-denominator`` (nothing left to
+normalise by, e.g. every positive-weight step has zero loss tokens).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TIE_RTOL = 1e-12
+
+
+@dataclass(frozen=True)
+class Weights:
+    f: tuple[float, ...]  # mean 1 over traced steps
+    w: tuple[float, ...]  # token-normalised: Σ n_t w_t = Σ n_t
+    fallback: str | None  # why GRPO unit weights were used, or None
+
+
+def _unit(k: int, reason: str) -> Weights:
+    ones = (1.0,) * k
+    return Weights(ones, ones, reason)
+
+
+def step_weights(credits: Sequence[float | None], n_tokens: Sequence[int], *,
+                 has_resources: bool = True, subtract_min: bool = True) -> Weights:
+    """``credits[t]`` is C_t, or None for an untraced step; ``n_tokens[t]`` its loss tokens."""
+    k = len(credits)
+    if len(n_tokens) != k:
+        raise ValueError(f"{k} step credits but {len(n_tokens)} token counts")
+    traced = [c for c in credits if c is not None]
+    if any(not math.isfinite(c) or c < 0 for c in traced):
+        raise ValueError(f"step credits must be finite and >= 0: {list(credits)}")
+    if any(n < 0 for n in n_tokens):
+        raise ValueError(f"token counts must be >= 0: {list(n_tokens)}")
+    if not traced:
+        return _unit(k, "no-traced-steps")
+    if not has_resources:
+        return _unit(k, "no-verifier-resources")
+    lo, hi = min(traced), max(traced)
+    if hi - lo <= TIE_RTOL * max(1.0, hi):
+        return _unit(k, "tied-credits")
+    base = lo if subtract_min else 0.0
+    denom = math.fsum(c - base for c in traced)
+    if not denom > 0:
+        return _unit(k, "zero-denominator")
+    K = len(traced)
+    f = tuple(1.0 if c is None else K * (c - base) / denom for c in credits)
+    total_n = math.fsum(n_tokens)
+    weighted = math.fsum(n * x for n, x in zip(n_tokens, f))
+    if not (total_n > 0 and weighted > 0):
+        return _unit(k, "zero-denominator")
+    scale = total_n / weighted
+    return Weights(f, tuple(x * scale for x in f), None)
+
+
+def step_advantages(adv_hat: float, weights: Weights | Sequence[float]) -> list[float]:
+    """A_{i,t} = Â_i · w_t for each step (broadcast to the step's loss tokens)."""
+    w = weights.w if isinstance(weights, Weights) else weights
+    return [adv_hat * x for x in w]

@@ -1,0 +1,210 @@
+"""Credit per command (algorithms.md §4.3): walk back from the verifier's resources.
+
+* **Direct** records of c: lines c introduced that sit, still owned by c, in the final version
+  of a verifier-inspected file (E). Ownership is by record identity, so a line that moved by a
+  rename stays c's, and an overwritten line is nobody's.
+* **Indirect** records of c: records c owned in a version that a *relevant* command read
+  while writing some *other* path (the reader's output goes elsewhere). If the reader also
+  rewrote the path it read, only the records that survive its rewrite qualify (the
+  reference's "not overwritten in place"; deleting what it read is no overwrite). Relevance
+  starts at the direct writers and the relevant resource writers and spreads backward over
+  these qualifying reads (a worklist BFS); every record version is expanded once.
+* **Write credit** ``c_w = |direct ∪ indirect| / |records of c|``.
+* **Resource writes** (dirs, symlinks, meta, deletes, line-free edits) of resource-only
+  writers: credit 1 when a write touches a path in E, an ancestor directory of a path in E, or
+  an ancestor of a path a relevant command wrote, *and its effect lasts to the end*
+  (``resource_must_persist``: the dir/mode/edit is still the path's, the tombstone is the final
+  state; off: the bare path rule), or when a relevant command read the path while the effect
+  was current ("feeds a relevant writer"). Relevant resource writers also spread relevance
+  over their own qualifying reads (information flowed into the verified result through them).
+  With ``resource_units`` a mixed command counts each resource write as one more record.
+* **Supporting reads** (traced commands that changed nothing):
+  ``c_r = Σ_w β^d(r,w) · c_w`` over distinct writer commands w reachable over command-level
+  edges (writer -> reader of its records/effects, stdout producer -> consumer), d the shortest
+  hop count. ``writer_support`` (off by default, not in the reference) lets a writer take
+  ``max(c_w, its own supporting credit)``, for writers whose stdout fed a relevant command.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .graph import DepGraph
+from .ownership import REWRITE_MODES, Record
+from .stdout_reuse import ReuseConfig
+
+
+@dataclass(frozen=True)
+class DepGPOConfig:
+    beta: float = 0.5  # decay of supporting-read credit per hop (paper default)
+    subtract_min: bool = True  # f_t = K(C_t - min C)/Σ(C - min C); False: K·C_t/ΣC
+    diff_rewrites: str = "if-read"  # rewrite keeps owners of unchanged lines: if-read|always|never
+    resource_must_persist: bool = True  # a resource write counts only if its effect lasts
+    resource_units: bool = False  # mixed writers: resource writes count as records
+    writer_support: bool = False  # writers get max(c_w, supporting credit)
+    reuse: ReuseConfig = field(default_factory=ReuseConfig)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.beta <= 1.0:
+            raise ValueError(f"DepGPOConfig.beta must be in [0, 1], got {self.beta}")
+        if self.diff_rewrites not in REWRITE_MODES:
+            raise ValueError(f"DepGPOConfig.diff_rewrites: one of {REWRITE_MODES}")
+
+
+@dataclass(frozen=True)
+class CreditResult:
+    credit: tuple[float | None, ...]  # per command ordinal; None: untraced
+    classes: tuple[tuple[str, ...], ...]
+    relevant: frozenset[int]  # commands on a path to the verified result (writers)
+    n_records: tuple[int, ...]
+    n_direct: tuple[int, ...]
+    n_indirect: tuple[int, ...]
+
+
+def ancestors(path: str) -> list[str]:
+    """Proper ancestor directories: ``/a/b/c`` -> ``/a``, ``/a/b``."""
+    parts = path.rstrip("/").split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts)) if "/".join(parts[:i])]
+
+
+def _reach(succ: list[set[int]], start: int) -> dict[int, int]:
+    """Shortest hop counts from ``start`` (excluded) over command-level edges."""
+    dist, frontier, d = {}, [start], 0
+    seen = {start}
+    while frontier:
+        d += 1
+        nxt = []
+        for u in frontier:
+            for v in succ[u]:
+                if v not in seen:
+                    seen.add(v)
+                    dist[v] = d
+                    nxt.append(v)
+        frontier = nxt
+    return dist
+
+
+def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditResult:
+    effects, tracker, E = dg.effects, dg.tracker, dg.resources
+    n = len(effects)
+    e_anc = {a for p in E for a in ancestors(p)}
+    final_res = tracker.res_owners
+
+    def persists(c: int, path: str, kind: str) -> bool:
+        if not cfg.resource_must_persist:
+            return True
+        if kind == "delete":
+            v = tracker.current.get(path)
+            return v is not None and v.kind == "deleted" and v.writer == c
+        return c in final_res.get(path, ())
+
+    direct: dict[int, set[Record]] = {}
+    for p in E:
+        v = tracker.current.get(p)
+        if v is not None and v.live:
+            for r in v.records:
+                direct.setdefault(r.writer, set()).add(r)
+    rel_res: set[tuple[int, str]] = set()  # relevant resource writes (command, path)
+    res_at: dict[str, set[int]] = {}  # path -> commands whose lasting resource effect is there
+    for c, e in enumerate(effects):
+        for rw in e.resources:
+            if persists(c, rw.path, rw.kind):
+                res_at.setdefault(rw.path, set()).add(c)
+                if rw.path in E or rw.path in e_anc:
+                    rel_res.add((c, rw.path))
+    relevant = set(direct) | {c for c, _ in rel_res}
+    indirect: dict[int, set[Record]] = {}
+    queue = deque(sorted(relevant))
+    expanded: set[int] = set()  # id() of versions whose records were credited in full
+    outs = [e.written_paths for e in effects]
+
+    def mark(w: int) -> None:
+        if w not in relevant:
+            relevant.add(w)
+            queue.append(w)
+
+    while queue:
+        c = queue.popleft()
+        e = effects[c]
+        for rd in e.reads:
+            if not outs[c] - {rd.path}:
+                continue  # its output does not go to a different path
+            v, mine = rd.version, e.versions.get(rd.path)
+            if mine is None or not mine.live:  # deleting what it read overwrites nothing
+                if id(v) in expanded:
+                    recs: tuple[Record, ...] | list[Record] = ()
+                else:
+                    expanded.add(id(v))
+                    recs = v.records
+            else:  # it rewrote what it read: only records that survive its rewrite
+                keep = set(mine.records)
+                recs = [r for r in v.records if r in keep]
+            for r in recs:
+                if r.writer != c:
+                    indirect.setdefault(r.writer, set()).add(r)
+                    mark(r.writer)
+            for w in rd.res_owners:
+                if w != c:
+                    rel_res.add((w, rd.path))
+                    mark(w)
+        for p in e.versions:
+            for a in ancestors(p):
+                for w in res_at.get(a, ()):
+                    rel_res.add((w, a))
+                    mark(w)
+
+    by_cmd_res: dict[int, int] = {}
+    for c, _ in rel_res:
+        by_cmd_res[c] = by_cmd_res.get(c, 0) + 1
+    credit: list[float | None] = [None] * n
+    classes: list[tuple[str, ...]] = [("untraced",)] * n
+    n_rec, n_dir, n_ind = [0] * n, [0] * n, [0] * n
+    readers: list[int] = []
+    for c, e in enumerate(effects):
+        if not dg.commands[c].traced:
+            continue
+        if not e.is_writer:
+            readers.append(c)
+            continue
+        d, i = direct.get(c, set()), indirect.get(c, set())
+        n_rec[c], n_dir[c], n_ind[c] = len(e.records), len(d), len(i)
+        n_res = len({rw.path for rw in e.resources})
+        good_res = min(by_cmd_res.get(c, 0), n_res)
+        if e.records:
+            good, total = len(d | i), len(e.records)
+            if cfg.resource_units:
+                good, total = good + good_res, total + n_res
+            else:
+                good_res = 0  # labels say what earned credit
+            credit[c] = good / total
+        else:
+            credit[c] = 1.0 if good_res else 0.0
+        labels = [name for name, on in (("direct-write", d), ("indirect-write", i),
+                                        ("resource-write", good_res)) if on]
+        classes[c] = tuple(labels) or ("no-flow",)
+    writer_credit = list(credit)
+    beta = cfg.beta
+
+    def support(c: int) -> float:
+        total = 0.0
+        for w, hops in _reach(dg.succ, c).items():
+            cw = writer_credit[w]
+            if cw and effects[w].is_writer:
+                total += beta ** hops * cw
+        return total
+
+    for c in readers:
+        cr = support(c)
+        credit[c] = cr
+        classes[c] = ("supporting-read",) if cr > 0 else ("no-flow",)
+    if cfg.writer_support:
+        for c, e in enumerate(effects):
+            if e.is_writer and dg.commands[c].traced:
+                s = support(c)
+                if s > (credit[c] or 0.0):
+                    credit[c] = s
+                    kept = tuple(x for x in classes[c] if x != "no-flow")
+                    classes[c] = kept + ("supporting-read",)
+    return CreditResult(tuple(credit), tuple(classes), frozenset(relevant), tuple(n_rec),
+                        tuple(n_dir), tuple(n_ind))

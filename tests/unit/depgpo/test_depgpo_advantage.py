@@ -1,0 +1,98 @@
+"""Step weights and advantages (algorithms.md §4.4), with property tests."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from termcredit.depgpo.advantage import step_advantages, step_weights
+
+SETTINGS = settings(max_examples=500, deadline=None, database=None)
+
+
+def test_min_max_scaling_mean_one_over_traced():
+    w = step_weights([0.75, 1.0, 1.0], [1, 1, 1])
+    assert w.f == pytest.approx((0.0, 1.5, 1.5)) and w.w == pytest.approx((0.0, 1.5, 1.5))
+    assert w.fallback is None
+
+
+def test_untraced_steps_weight_one_and_token_normalisation():
+    w = step_weights([0.0, None, 2.0], [10, 5, 30])
+    assert w.f == pytest.approx((0.0, 1.0, 2.0))
+    scale = (10 + 5 + 30) / (5 * 1.0 + 30 * 2.0)
+    assert w.w == pytest.approx((0.0, scale, 2.0 * scale))
+    assert math.fsum(n * x for n, x in zip([10, 5, 30], w.w)) == pytest.approx(45)
+
+
+def test_without_min_subtraction():
+    w = step_weights([1.0, 3.0], [1, 1], subtract_min=False)
+    assert w.f == pytest.approx((0.5, 1.5))
+
+
+@pytest.mark.parametrize("credits,n,kw,reason", [
+    ([None, None], [3, 4], {}, "no-traced-steps"),
+    ([], [], {}, "no-traced-steps"),
+    ([0.0, 1.0], [1, 1], {"has_resources": False}, "no-verifier-resources"),
+    ([0.5, 0.5, None], [1, 2, 3], {}, "tied-credits"),
+    ([0.7], [5], {}, "tied-credits"),
+    ([0.0, 0.0], [1, 1], {"subtract_min": False}, "tied-credits"),
+    ([0.0, 1.0], [5, 0], {}, "zero-denominator"),  # the only positive weight has no tokens
+])
+def test_fallbacks_give_unit_weights(credits, n, kw, reason):
+    w = step_weights(credits, n, **kw)
+    assert w.fallback == reason and w.w == (1.0,) * len(credits) and w.f == w.w
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError):
+        step_weights([1.0], [1, 2])
+    with pytest.raises(ValueError):
+        step_weights([-1.0, 1.0], [1, 1])
+    with pytest.raises(ValueError):
+        step_weights([float("nan"), 1.0], [1, 1])
+    with pytest.raises(ValueError):
+        step_weights([0.0, 1.0], [-1, 1])
+
+
+def test_step_advantages():
+    w = step_weights([0.0, 1.0], [1, 3])
+    assert step_advantages(-2.0, w) == pytest.approx([0.0, -2.0 * 4 / 3])
+    assert step_advantages(1.0, [1.0, 2.0]) == [1.0, 2.0]
+
+
+# ---------------------------------------------------------------- properties
+CREDIT = st.one_of(st.none(), st.floats(0.0, 1e6, allow_nan=False, allow_infinity=False),
+                   st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]))
+STEPS = st.integers(1, 30).flatmap(
+    lambda k: st.tuples(st.lists(CREDIT, min_size=k, max_size=k),
+                        st.lists(st.integers(1, 100_000), min_size=k, max_size=k)))
+ADV = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
+
+
+@SETTINGS
+@given(STEPS, ADV, st.booleans(), st.booleans())
+def test_token_weighted_mean_preserved_and_sign_kept(steps, adv_hat, subtract_min, has_res):
+    credits, n = steps
+    w = step_weights(credits, n, has_resources=has_res, subtract_min=subtract_min)
+    adv = step_advantages(adv_hat, w)
+    mean = math.fsum(k * a for k, a in zip(n, adv)) / math.fsum(n)
+    assert math.isclose(mean, adv_hat, rel_tol=1e-9, abs_tol=1e-12)
+    assert all(a * adv_hat >= 0 for a in adv)
+    assert all(x >= 0 for x in w.w)
+
+
+@SETTINGS
+@given(STEPS, st.booleans())
+def test_f_mean_one_over_traced_steps(steps, subtract_min):
+    credits, n = steps
+    w = step_weights(credits, n, subtract_min=subtract_min)
+    traced = [f for f, c in zip(w.f, credits) if c is not None]
+    if traced:
+        assert math.isclose(math.fsum(traced) / len(traced), 1.0, rel_tol=1e-9)
+    assert all(f == 1.0 for f, c in zip(w.f, credits) if c is None)
+    if w.fallback is None and subtract_min:
+        lo = min(c for c in credits if c is not None)
+        assert all(f == 0.0 for f, c in zip(w.f, credits) if c == lo)
