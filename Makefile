@@ -42,8 +42,9 @@ bench: setup ## algorithms side by side (quick tier)
 task: ## scaffold a new task: make task NAME=my-task
 	@echo "make task: not yet — the task scaffold lands with the task-suite issue (#6)."
 
-graph: ## draw a trial's dependency graph: make graph TRIAL=runs/.../attempt-0
-	@echo "make graph: not yet — dependency graphs land with the DepGPO issue (#4)."
+graph: venv ## draw a trial's dependency graph: make graph TRIAL=runs/.../attempt-0 [FORMAT=svg]
+	@test -n "$(TRIAL)" || { echo "usage: make graph TRIAL=runs/<run>/<task>/attempt-0 [FORMAT=svg|png|html|dot]"; exit 2; }
+	@$(TC) graph "$(TRIAL)" --format $(or $(FORMAT),svg)
 
 view: ## static HTML viewer of a run: make view RUN=runs/...
 	@echo "make view: not yet — the viewer lands with the bench issue (#7)."

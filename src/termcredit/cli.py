@@ -77,6 +77,45 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_credit(args: argparse.Namespace) -> int:
+    from .depgpo import DepGPOConfig
+    from .depgpo.report import credit_report
+
+    report = credit_report(args.trial_dir, DepGPOConfig(beta=args.beta))
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    from rich.table import Table
+
+    table = Table(title=f"DepGPO credit: {report['task']} (reward {report['reward']}, "
+                  f"fallback {report['fallback'] or 'none'})")
+    for col in ("step", "command", "credit", "weight", "classes"):
+        table.add_column(col, overflow="fold")
+    for r in report["steps"]:
+        table.add_row(str(r["step"]), r["command"], "–" if r["credit"] is None else
+                      f"{r['credit']:.3f}", f"{r['weight']:.3f}", ", ".join(r["classes"]))
+    Console().print(table)
+    Console().print("verifier resources: " + (", ".join(report["verifier_resources"]) or "none"))
+    return 0
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    from .depgpo.load import load_trajectory
+    from .depgpo.render import render
+    from .depgpo.report import analyse_trial, credit_rows
+
+    res = analyse_trial(args.trial_dir)
+    traj = load_trajectory(args.trial_dir)
+    commands = {s.index: (s.command.command if s.command else s.action) for s in traj.steps}
+    title = f"{traj.task} — reward {traj.verifier.reward if traj.verifier else '?'}"
+    data = render(res.graph.graph, args.format, title=title,
+                  rows=credit_rows(res, commands))
+    out = Path(args.output or Path(args.trial_dir) / f"graph.{args.format}")
+    out.write_bytes(data)
+    print(out)
+    return 0
+
+
 def _cmd_gc(args: argparse.Namespace) -> int:
     from .sandbox import docker_client, gc
 
@@ -142,6 +181,24 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--json", action="store_true", help="one JSON object per step")
     t.set_defaults(func=_cmd_trace)
 
+    c = sub.add_parser("credit", help="DepGPO credit and step weights of a trial",
+                       description="Per step of a trial directory written by `termcredit run`: "
+                       "the command, its DepGPO credit, its advantage weight and its credit "
+                       "classes, plus the fallback (if any) and the verifier resources used.")
+    c.add_argument("trial_dir", metavar="TRIAL_DIR")
+    c.add_argument("--beta", type=float, default=0.5, help="supporting-read decay (default 0.5)")
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.set_defaults(func=_cmd_credit)
+
+    gr = sub.add_parser("graph", help="draw a trial's dependency graph",
+                        description="Draw the command / file-version graph of a trial: time "
+                        "left to right, commands coloured by credit, verifier resources "
+                        "highlighted, one style per edge kind, a legend.")
+    gr.add_argument("trial_dir", metavar="TRIAL_DIR")
+    gr.add_argument("--format", choices=["svg", "png", "html", "dot"], default="svg")
+    gr.add_argument("-o", "--output", help="output file (default TRIAL_DIR/graph.<format>)")
+    gr.set_defaults(func=_cmd_graph)
+
     g = sub.add_parser("gc", help="remove containers left by dead runs",
                        description="Remove termcredit containers whose owning process is gone.")
     g.add_argument("--run", help="remove this run id's containers, owner alive or not")
@@ -153,13 +210,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .sandbox import EngineError, ImageBuildError
+    from .depgpo.load import TrialError
+    from .depgpo.render import RenderError
     from .harness.trace_cmd import TraceError
     from .tasks import TaskError
 
     try:
         return args.func(args)
-    except (TaskError, ImageBuildError, EngineError, TraceError, FileNotFoundError,
-            ValueError) as exc:
+    except (TaskError, ImageBuildError, EngineError, TraceError, TrialError, RenderError,
+            FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
     except KeyboardInterrupt:

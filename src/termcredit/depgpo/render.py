@@ -55,7 +55,7 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     for n in cmds:
         d = graph.nodes[n]
         credit = d.get("credit")
-        label = (f"#{d.get('step')}  {_short(d.get('text', ''))}\\n"
+        label = (f"#{d.get('step')}  {_short(d.get('text', ''))}\n"
                  f"exit {d.get('exit_code')}  credit "
                  + ("–" if credit is None else f"{credit:.2f}")
                  + (f"  w {d['weight']:.2f}" if d.get("weight") is not None else ""))
@@ -65,11 +65,11 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
         kind = d.get("type")
         if kind == "file":
             name = d.get("path", n)
-            label = f"{_short(name, 30)}\\nv{d.get('version')}"
+            label = f"{_short(name, 30)}\nv{d.get('version')}"
             style = 'shape=note, style=filled, fillcolor="#f7f7f7"'
             if d.get("kind") == "deleted":
                 style, label = 'shape=note, style="filled,dashed", fillcolor="#ffffff"', \
-                    f"✗ {_short(name, 30)}\\nv{d.get('version')}"
+                    f"✗ {_short(name, 30)}\nv{d.get('version')}"
             elif d.get("kind") in ("dir", "symlink"):
                 style = 'shape=folder, style=filled, fillcolor="#f7f7f7"'
             if d.get("resource"):
@@ -89,26 +89,31 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     return "\n".join(out) + "\n"
 
 
+_EDGE_WORDS = {  # how each edge kind looks, in words, for the legend
+    "read": ("#1f77b4", "dashed: a command read this version"),
+    "write": ("#222222", "solid: a command wrote this version"),
+    "derived": ("#8e44ad", "bold purple: version continued (append, edit, rename, link)"),
+    "tombstone": ("#999999", "dotted: deleted"),
+    "stdout": ("#aaaaaa", "thin grey: the command's stdout"),
+    "stdout-reuse": ("#e67e22", "bold orange: a later command used a value it printed"),
+}
+
+
 def _legend() -> list[str]:
-    lines = ['  subgraph cluster_legend { label="legend"; fontsize=10; color="#cccccc"; '
-             'rank=sink;',
-             '    lg_c0 [shape=box, style="rounded,filled", fillcolor="#ffffff", label="command, credit 0"];',
-             '    lg_c1 [shape=box, style="rounded,filled", fillcolor="#64c864", label="command, top credit"];',
-             '    lg_f [shape=note, style=filled, fillcolor="#f7f7f7", label="file version"];',
-             '    lg_r [shape=note, style=filled, fillcolor="#fdebd0", color="#c0392b", '
-             'penwidth=2.5, label="verifier resource"];']
-    prev = None
-    for i, (kind, style) in enumerate(EDGE_STYLE.items()):
-        a, b = f"lg_e{i}a", f"lg_e{i}b"
-        lines.append(f"    {a} [shape=point, width=0.05]; {b} [shape=plaintext, fontsize=9, "
-                     f"label={_q(kind)}];")
-        lines.append(f"    {a} -> {b} [{style}];")
-        if prev:
-            lines.append(f"    {prev} -> {a} [style=invis];")
-        prev = a
-    lines.append("    lg_c0 -> lg_c1 -> lg_f -> lg_r [style=invis];")
-    lines.append("  }")
-    return lines
+    rows = "".join(
+        f'<TR><TD ALIGN="LEFT"><FONT COLOR="{color}"><B>{kind}</B></FONT></TD>'
+        f'<TD ALIGN="LEFT">{html.escape(words)}</TD></TR>'
+        for kind, (color, words) in _EDGE_WORDS.items())
+    table = (
+        '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">'
+        '<TR><TD COLSPAN="2"><B>legend</B></TD></TR>'
+        '<TR><TD BGCOLOR="#64c864">command</TD><TD ALIGN="LEFT">green = more credit, '
+        'white = none, grey = untraced</TD></TR>'
+        '<TR><TD BGCOLOR="#fdebd0" BORDER="1" COLOR="#c0392b">file@v</TD>'
+        '<TD ALIGN="LEFT">red border: inspected by the verifier</TD></TR>'
+        f"{rows}</TABLE>>"
+    )
+    return [f"  legend [shape=box, style=rounded, color=\"#cccccc\", fontsize=9, label={table}];"]
 
 
 def render(graph: nx.MultiDiGraph, fmt: str, *, title: str = "",

@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..records import TrialResult, to_dict
+from ..tomlw import toml_table
 from ..sandbox import ImageBuildError, ImageMap, SandboxPool, docker_client, ensure_base_image, gc
 from ..tasks import Task
 from ..tasks.build import build_image
@@ -46,16 +47,6 @@ def default_out(name: str) -> Path:
     return Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{name}"
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return json.dumps(str(v))  # a JSON string is a valid TOML basic string
-
-
 def write_config(cfg: RunConfig, out: Path, run_id: str) -> None:
     items = {
         "run_id": run_id, "agent": cfg.agent, "attempts": cfg.attempts,
@@ -63,8 +54,7 @@ def write_config(cfg: RunConfig, out: Path, run_id: str) -> None:
         "instance": cfg.instance,
         "tasks": [str(t.path) for t in cfg.tasks], **cfg.extra,
     }
-    body = "".join(f"{k} = {_toml_value(v)}\n" for k, v in items.items() if v is not None)
-    (out / "config.toml").write_text("[run]\n" + body)
+    (out / "config.toml").write_text("[run]\n" + toml_table(items))
 
 
 class _Results:

@@ -6,6 +6,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ..depgpo.report import write_graph_json
 from ..records import Trajectory, TrialResult, save_json
 from ..sandbox import SandboxPool, SandboxSpec
 from ..tasks import Task
@@ -51,6 +52,8 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         traj.verifier = run_verifier(sandbox, task, trial_dir, agent_written=agent_written,
                                      instance=instance)
         error = traj.verifier.error
+        save_json(traj, trial_dir / "trajectory.json")
+        write_graph_json(trial_dir)  # the dependency graph, credit on its command nodes
     except Exception as exc:  # recorded per trial; the run goes on
         traj.termination = traj.termination or "error"
         error = f"{type(exc).__name__}: {exc}"

@@ -10,6 +10,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from . import fast
+
 AT_FDCWD = -100
 
 # One token of an argument list. Order matters: a quoted string (with `\"` escapes and an
@@ -39,6 +41,8 @@ def _to_bytes(text: str) -> bytes:
 
 def unescape(body: str) -> bytes:
     """Decode strace's C escapes (\\n, \\", \\\\, \\NNN octal, \\xNN) into raw bytes."""
+    if fast.ENABLED and "\\" not in body:
+        return _to_bytes(body)
     out = bytearray()
     pos = 0
     for m in _ESCAPE.finditer(body):
@@ -58,6 +62,8 @@ def unescape(body: str) -> bytes:
 
 def decode_text(body: str) -> str:
     """unescape() then fsdecode: undecodable bytes survive as surrogates (round-trippable)."""
+    if fast.ENABLED and body.isascii() and "\\" not in body:
+        return body  # ASCII without escapes decodes to itself
     return os.fsdecode(unescape(body))
 
 
@@ -67,6 +73,7 @@ class StrArg:
     truncated: bool  # strace printed `"..."...` because of -s
 
 
+@fast.memoized
 def parse_str(arg: str) -> StrArg | None:
     """A quoted string argument; None for NULL, bare addresses or anything else."""
     m = _STRING.fullmatch(arg.strip())
@@ -91,6 +98,7 @@ class FdArg:
         return self.path if self.path is not None and self.path.startswith("/") else None
 
 
+@fast.memoized
 def parse_annotation(inner: str) -> tuple[str, bool]:
     """Decode the text between `<` and `>`; also strip the pre-5.19 inner ` (deleted)`."""
     path = decode_text(inner)
@@ -99,6 +107,7 @@ def parse_annotation(inner: str) -> tuple[str, bool]:
     return path, False
 
 
+@fast.memoized
 def parse_fd(arg: str) -> FdArg | None:
     """`3</a/b>`, `3</a/b>(deleted)`, `-100</cwd>`, `AT_FDCWD`, `5`."""
     m = _FD.fullmatch(arg.strip())
@@ -112,6 +121,7 @@ def parse_fd(arg: str) -> FdArg | None:
     return FdArg(num, path, deleted_inside or deleted_outside is not None)
 
 
+@fast.memoized
 def parse_int(arg: str) -> int | None:
     """Numbers as -X raw prints them: 0x241, 0666 (octal mode), -100, 0x1200000|17."""
     total = 0
@@ -179,6 +189,7 @@ def _drop_empty(parts: list[str]) -> list[str]:
     return [] if parts == [""] else parts
 
 
+@fast.memoized
 def parse_str_array(arg: str) -> tuple[str, ...] | None:
     """An argv array `["sed", "-i", ...]`; elements elided by -s (`...`) are dropped."""
     text = arg.strip()

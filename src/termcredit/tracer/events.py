@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
+from . import fast
 from .decode import FdArg, parse_fd, parse_int, parse_str, parse_str_array, struct_field
 from .lines import Syscall
 
@@ -64,6 +65,7 @@ class Event:
     may_create: bool = False  # MODIFY from an O_CREAT open without O_EXCL/O_TRUNC (`touch`)
 
 
+@fast.memoized
 def norm(path: str) -> str:
     """Lexical normalisation. POSIX keeps a leading `//`; the kernel does not care, we do."""
     out = posixpath.normpath(path)
@@ -304,9 +306,25 @@ HANDLERS: dict[str, Callable[[Syscall, str | None], list[Event]]] = {
 }
 
 
+_KNOWN = fast.new_table()  # call (all a handler reads but pid, ts) + cwd -> its events
+_new_event = fast.slot_builder(Event)
+
+
 def syscall_events(sc: Syscall, cwd: str | None) -> list[Event]:
     """Events of one finished syscall; [] for calls that touch no path (clone, fchdir...)."""
     if sc.orphan:
         return []  # the arguments were printed before the text we have
     handler = HANDLERS.get(sc.name)
-    return handler(sc, cwd) if handler is not None else []
+    if handler is None:
+        return []
+    if not fast.ENABLED:
+        return handler(sc, cwd)
+    key = (sc.name, sc.args, sc.ret, sc.errno, sc.ret_deleted, cwd)
+    known = _KNOWN.get(key)
+    if known is None:
+        events = handler(sc, cwd)
+        fast.remember(_KNOWN, key, tuple(events))
+        return events
+    pid, ts = sc.pid, sc.ts  # the same call again (another process, a later line)
+    return [_new_event(e.kind, e.path, pid, ts, e.dst, e.exchange, e.target, e.argv, e.syscall,
+                       e.may_create) for e in known]  # fmt: skip

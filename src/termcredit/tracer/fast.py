@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Generic, TypeVar
+from functools import wraps
+from typing import Any, TypeVar
 
 ENABLED = True
 
@@ -40,14 +41,20 @@ def slow_path() -> Iterator[None]:
 # Argument pieces. Control characters and spaces never start or end a plain piece, so each
 # argument is exactly what split_top returns after its .strip() (for ASCII text).
 _Q = r'"[^"\\\n]*+"(?:\.\.\.)?+'  # no escapes: its text is its value
-_A = r"<[^<>\n]*>"  # as decode.TOKEN / decode._FD / lines._RET take an annotation
-_P = r'[^"<>\[\]{}(),\\\x00-\x20\x7f-\U0010ffff]'
+_A = r"<[^<>\n]*+>"  # as decode.TOKEN / decode._FD / lines._RET take an annotation
+_P = r'[^"<>\[\]{}(),\\\x00-\x20\x7f-\U0010ffff]++'
 _ATOM = rf"(?:{_Q}|{_A}|{_P})"
-_ARRAY = rf'\[(?:{_Q}|[^"<>\[\]{{}}()\\\x00-\x1f\x7f-\U0010ffff])*+\]'  # argv: strings, `...`
+_ARRAY = rf'\[(?:{_Q}|[^"<>\[\]{{}}()\\\x00-\x1f\x7f-\U0010ffff]++)*+\]'  # argv: strings, `...`
 # Possessive: the pieces start with distinct characters, so there is nothing to retry
 # (and a near-miss line cannot backtrack exponentially through `"..."...` ambiguities).
-ARG = rf"(?:{_ARRAY}|{_ATOM}(?:{_ATOM}| +(?={_ATOM}))*+)"
+ARG = rf"(?:{_ARRAY}|{_ATOM}(?:{_ATOM}| ++(?={_ATOM}))*+)"
 ARG_RE = re.compile(ARG)
+MAX_ARGS = 6  # captured one by one; any further ones come as `, ARG, ARG...` in a group
+
+
+def _args(n: int) -> str:
+    return "" if n == 0 else rf"(?:, ({ARG}){_args(n - 1)})?+"
+
 
 # After the arguments: lines._RET verbatim (match, not fullmatch: the rest is ignored).
 _RET = (
@@ -56,20 +63,25 @@ _RET = (
     r"(?:\s+(?P<errno>E[A-Z0-9_]+))?"
 )
 # `PID TS ` exactly as lines._PREFIX splits it when the body starts with a name.
-PREFIX = re.compile(r"([0-9]{1,10}) +([0-9]{1,20}(?:\.[0-9]{1,9})?) (?=[A-Za-z_])", re.A)
+_PREFIX = r"([0-9]{1,10}) +([0-9]{1,20}(?:\.[0-9]{1,9})?) (?=[A-Za-z_])"
+PREFIX = re.compile(_PREFIX, re.A)
+# Every line of a text as (pid, ts, body) when PREFIX matches it, else ("", "", line); `.`
+# and `$` stop at `\n` only, so the rows are text.split("\n").
+ROWS = re.compile(rf"^(?:{_PREFIX})?(.*)$", re.A | re.M)
+# groups(): name, MAX_ARGS arguments (None when absent), the rest, ret, ann, deleted, errno
 BODY = re.compile(
-    rf"(?P<name>[A-Za-z_][A-Za-z0-9_]*)\((?P<args>(?:{ARG}(?:, {ARG})*+)?+)\){_RET}", re.A
+    rf"([A-Za-z_][A-Za-z0-9_]*)\((?:({ARG}){_args(MAX_ARGS - 1)})?+((?:, {ARG})*+)\){_RET}",
+    re.A,
 )
-SIMPLE_ARGS = re.compile(r'[^"<>\[\]{}(),\\\x00-\x1f\x7f-\U0010ffff]*')  # plain: split on ", "
 
 
-def split_args(text: str) -> tuple[str, ...]:
-    """The arguments of a BODY match (text already known to be `ARG, ARG, ...`)."""
-    if not text:
-        return ()
-    if SIMPLE_ARGS.fullmatch(text) is not None:
-        return tuple(text.split(", "))
-    return tuple(ARG_RE.findall(text))
+def body_args(groups: tuple[str | None, ...]) -> tuple[str, ...]:
+    """The arguments from BODY's groups()."""
+    args = groups[1 : MAX_ARGS + 1]
+    if args[-1] is None:
+        return args[: args.index(None)]  # type: ignore[return-value]
+    more = groups[MAX_ARGS + 1]
+    return args + tuple(ARG_RE.findall(more)) if more else args  # type: ignore[operator]
 
 
 # --- split_top ------------------------------------------------------------------------
@@ -101,28 +113,92 @@ def split_top(text: str, start: int = 0) -> tuple[list[str], int | None]:
     return ([] if parts == [""] else parts), None
 
 
+# --- records ------------------------------------------------------------------------
+def slot_builder(cls: type) -> Callable[..., Any]:
+    """build(*values): a `cls` instance from all its dataclass fields, in order, as the frozen
+    dataclass __init__ makes it but with the slots set directly (no object.__setattr__ per
+    field, no defaults: every value is given). Generated straight-line, as dataclasses does."""
+    names = tuple(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = [f"def build({', '.join(names)}):", "    obj = _new(_cls)"]
+    for i, name in enumerate(names):
+        env[f"_set{i}"] = getattr(cls, name).__set__  # the slot's member descriptor
+        lines.append(f"    _set{i}(obj, {name})")
+    lines.append("    return obj")
+    exec("\n".join(lines), env)  # noqa: S102 - names are the class's own field identifiers
+    return env["build"]  # type: ignore[no-any-return]
+
+
 # --- memo tables ------------------------------------------------------------------------
-K = TypeVar("K")
-V = TypeVar("V")
-MEMO_MAX = 1 << 14  # entries per table; a full table starts over (no per-hit bookkeeping)
+F = TypeVar("F", bound=Callable[[Any], Any])
+G = TypeVar("G", bound=Callable[..., Any])
+MEMO_MAX = 1 << 13  # entries per table; a full table starts over (no per-hit bookkeeping)
+MEMO_KEY_MAX = 1024  # longer texts (a 4 KiB write buffer...) are decoded every time
+_TABLES: list[dict[str, Any]] = []
 
 
-class Memo(Generic[K, V]):
-    """`memo(fn)`: fn(key), remembered. Only for pure functions of immutable results."""
+def clear_memos() -> None:
+    """Forget everything remembered (for cold-start measurements)."""
+    for table in _TABLES:
+        table.clear()
 
-    __slots__ = ("table",)
 
-    def __init__(self) -> None:
-        self.table: dict[K, V] = {}
+def new_table() -> dict[Any, Any]:
+    """A memo table that clear_memos() empties; fill it with remember()."""
+    table: dict[Any, Any] = {}
+    _TABLES.append(table)
+    return table
 
-    def get(self, key: K, fn: Callable[[K], V]) -> V:
-        table = self.table
-        try:
-            return table[key]
-        except KeyError:
-            pass
-        value = fn(key)
-        if len(table) >= MEMO_MAX:
-            table.clear()
-        table[key] = value
-        return value
+
+def remember(table: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(table) >= MEMO_MAX:
+        table.clear()
+    table[key] = value
+
+
+def memoized(fn: F) -> F:
+    """fn(key), remembered while ENABLED. Only for pure functions of one hashable argument
+    (a text, a tuple of texts) with immutable results."""
+    table: dict[Any, Any] = {}
+
+    @wraps(fn)
+    def wrapper(key: Any) -> Any:
+        if ENABLED:
+            try:
+                return table[key]
+            except KeyError:
+                pass
+            value = fn(key)
+            if len(table) >= MEMO_MAX:
+                table.clear()
+            if not isinstance(key, str) or len(key) <= MEMO_KEY_MAX:
+                table[key] = value
+            return value
+        return fn(key)
+
+    wrapper.cache_clear = table.clear  # type: ignore[attr-defined]
+    _TABLES.append(table)
+    return wrapper  # type: ignore[return-value]
+
+
+def memoized_args(fn: G) -> G:
+    """memoized() for functions of several hashable positional arguments."""
+    table: dict[tuple[Any, ...], Any] = {}
+
+    @wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        if ENABLED:
+            try:
+                return table[args]
+            except KeyError:
+                pass
+            value = fn(*args)
+            if len(table) >= MEMO_MAX:
+                table.clear()
+            table[args] = value
+            return value
+        return fn(*args)
+
+    wrapper.cache_clear = table.clear  # type: ignore[attr-defined]
+    _TABLES.append(table)
+    return wrapper  # type: ignore[return-value]

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from . import fast
 from .decode import parse_annotation, split_top
 
 # Digit runs are bounded: int() refuses > 4300 digits, and strace never prints such numbers.
@@ -90,6 +91,31 @@ class LineParser:
     _pending: dict[int, _Pending] = field(default_factory=dict)
 
     def feed(self, line: str, line_no: int) -> Record | None:
+        if fast.ENABLED and (m := _FAST_PREFIX(line)) is not None:
+            rec = self._fast(m.group(1), m.group(2), line[m.end() :], line_no)
+            if rec is not None:
+                return rec
+        return self._feed(line, line_no)
+
+    def _fast(self, pid_text: str, ts_text: str, body: str, line_no: int) -> Syscall | None:
+        """_feed's record for a line `PID TS body` when the body is a complete call in
+        fast.BODY's shape; None (nothing counted) for any other."""
+        hit = _fast_body(body)
+        if not hit:
+            return None
+        pid = int(pid_text)
+        stats = self.stats
+        if pid in self._pending:  # as in _body: the pending call will never resume
+            stats.unfinished_dropped += 1
+            del self._pending[pid]
+        stats.lines += 1
+        stats.syscalls += 1
+        name, args, ret, ret_path, errno, deleted = hit  # type: ignore[misc]
+        return _new_syscall(  # type: ignore[no-any-return]
+            pid, float(ts_text), name, args, ret, ret_path, errno, line_no, deleted, False, False
+        )
+
+    def _feed(self, line: str, line_no: int) -> Record | None:
         self.stats.lines += 1
         line = line.rstrip("\r\n")
         if not line.strip():
@@ -176,6 +202,11 @@ class LineParser:
         resumed: bool = False,
         orphan: bool = False,
     ) -> Syscall | None:
+        if fast.ENABLED and resumed and not orphan and (hit := _fast_body(body)):
+            name, args, ret, ret_path, errno, deleted = hit  # type: ignore[misc]
+            return _new_syscall(  # type: ignore[no-any-return]
+                pid, ts, name, args, ret, ret_path, errno, line_no, deleted, resumed, False
+            )
         name_m = _NAME.match(body)
         if name_m is None:
             self.stats.skipped += 1
@@ -212,18 +243,58 @@ class LineParser:
         )
 
 
+_FAST_PREFIX = fast.PREFIX.match
+_new_syscall = fast.slot_builder(Syscall)  # pid, ts, name, args, ret, ret_path, errno, line_no,
+# ret_deleted, resumed, orphan
+
+
+@fast.memoized  # a trace repeats its calls (ld.so, locale files, the markers) over and over
+def _fast_body(body: str) -> tuple | bool:
+    """(name, args, ret, ret_path, errno, ret_deleted) as _call finds them in a complete call
+    of fast.BODY's shape; False for any other body."""
+    if body.endswith((_UNFINISHED, "\r", "\n")):  # _feed: rstrip(), then a pending call
+        return False
+    m = fast.BODY.match(body)
+    if m is None:
+        return False
+    groups = m.groups()
+    ret_text, ann, deleted, errno = groups[-4:]
+    if ret_text == "?":
+        ret = None
+    elif ret_text.startswith("0x"):
+        ret = int(ret_text, 16)
+    else:
+        ret = int(ret_text)
+    ret_path = None
+    deleted = deleted is not None
+    if ann is not None:
+        ret_path, deleted_inside = parse_annotation(ann)
+        deleted = deleted or deleted_inside
+    return groups[0], fast.body_args(groups), ret, ret_path, errno, deleted
+
+
 def iter_records(text: str, parser: LineParser | None = None) -> Iterator[Record]:
     """Records of a whole trace text, in line order. Lines split on `\\n` only: strace
     escapes every other control character, and str.splitlines() would also split on
     \\x1c, \\x85, U+2028 ... which may occur in a decoded trace."""
     parser = parser if parser is not None else LineParser()
     lines = text.split("\n")
+    rows = fast.ROWS.findall(text) if fast.ENABLED else []
     if lines and lines[-1] == "":
         lines.pop()  # the trailing newline does not start another line
-    for line_no, line in enumerate(lines):
-        rec = parser.feed(line, line_no)
-        if rec is not None:
-            yield rec
+    if len(rows) >= len(lines) > 0:  # the fast path on, and its rows line up (they do)
+        fast_call, feed = parser._fast, parser._feed
+        for line_no, (pid_text, ts_text, body) in enumerate(rows[: len(lines)]):
+            rec = fast_call(pid_text, ts_text, body, line_no) if pid_text else None
+            if rec is None:
+                rec = feed(lines[line_no], line_no)
+            if rec is not None:
+                yield rec
+    else:
+        for line_no, line in enumerate(lines):
+            rec = parser.feed(line, line_no)
+            if rec is not None:
+                yield rec
     parser.finish()
 
 

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from . import fast
 from .decode import parse_fd, parse_int, parse_str, struct_field
 from .events import Event, arg_path, is_marker_path, norm, syscall_events
 from .lines import Exit, Record, Syscall
@@ -157,15 +158,13 @@ class Tracker:
         return proc
 
     def _emit(self, proc: Process, events: Iterable[Event]) -> None:
-        seq = self._seq_of(proc)
-        self.out.events.extend((seq, e) for e in events)
+        if events:  # most calls have none
+            seq = self._seq_of(proc)
+            self.out.events.extend((seq, e) for e in events)
 
     def _syscall(self, index: int, sc: Syscall, proc: Process) -> None:
-        for arg in sc.args:  # every AT_FDCWD</x> tells the real cwd at that moment
-            if arg.startswith(("-100<", "AT_FDCWD<")):
-                fd = parse_fd(arg)
-                if fd is not None and fd.fs_path is not None:
-                    proc.cwd.path = norm(fd.fs_path)
+        if (cwd := _cwd_shown(sc.args)) is not None:
+            proc.cwd.path = cwd
         name = sc.name
         if name in CLONE_CALLS:
             if index in self.clone_of and index not in self.consumed and sc.ret is not None:
@@ -225,6 +224,19 @@ class Tracker:
             self.current = seq
         elif self.current == seq:
             self.current = None
+
+
+@fast.memoized
+def _cwd_shown(args: tuple[str, ...]) -> str | None:
+    """The cwd that the last `AT_FDCWD</x>` argument shows (every one tells the real cwd at
+    that moment); None when there is none."""
+    cwd = None
+    for arg in args:
+        if arg.startswith(("-100<", "AT_FDCWD<")):
+            fd = parse_fd(arg)
+            if fd is not None and fd.fs_path is not None:
+                cwd = norm(fd.fs_path)
+    return cwd
 
 
 def track(records: list[Record], nonce: str | None = None) -> EventStream:

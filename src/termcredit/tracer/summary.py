@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
 
+from . import fast
 from .events import Event, Kind, is_marker_path
 
 DEFAULT_ENV_PREFIXES: tuple[str, ...] = (
@@ -44,16 +45,21 @@ class EnvironmentLayer:
     globs: tuple[str, ...] = DEFAULT_ENV_GLOBS
 
     def contains(self, path: str) -> bool:
-        for prefix in self.prefixes:
-            if prefix.endswith("*"):
-                if path.startswith(prefix[:-1]):
-                    return True
-            elif path == prefix or path.startswith(prefix.rstrip("/") + "/"):
-                return True
-        return any(fnmatchcase(path, g) for g in self.globs)
+        return _contains(self.prefixes, self.globs, path)
 
     def extended(self, prefixes: Iterable[str] = (), globs: Iterable[str] = ()) -> EnvironmentLayer:
         return EnvironmentLayer(self.prefixes + tuple(prefixes), self.globs + tuple(globs))
+
+
+@fast.memoized_args  # a session asks about the same few hundred paths again and again
+def _contains(prefixes: tuple[str, ...], globs: tuple[str, ...], path: str) -> bool:
+    for prefix in prefixes:
+        if prefix.endswith("*"):
+            if path.startswith(prefix[:-1]):
+                return True
+        elif path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            return True
+    return any(fnmatchcase(path, g) for g in globs)
 
 
 @dataclass

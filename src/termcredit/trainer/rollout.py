@@ -78,7 +78,6 @@ def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: Sandbo
         episodes.append(_Episode(k, sb, AgentEnv(sb, task, traj, trial_dir,
                                                  command_timeout=cfg.command_timeout),
                                  traj, tok, trial_dir, anchor=task.instruction))
-    end_id = policy.tokenizer.convert_tokens_to_ids("<|im_end|>")
     gen_s = env_s = 0.0
     env_s += time.monotonic() - t_env
     with ThreadPoolExecutor(max_workers=group_size) as threads:
@@ -102,9 +101,9 @@ def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: Sandbo
             for e, _text, _action, s in actions:
                 if e.done:
                     continue
-                obs_ids = list(layout.observation_ids(e.traj.steps[-1].observation))
-                if not s.finished:  # cut off by max_new_tokens: the harness closes the turn
-                    obs_ids = [end_id] + obs_ids
+                # cut off by max_new_tokens: the harness closes the turn (mask 0)
+                obs_ids = layout.observation_ids(e.traj.steps[-1].observation,
+                                                 after_truncated=not s.finished)
                 _append(e.tokens, obs_ids, None)
                 if len(e.tokens.token_ids) + cfg.max_new_tokens > cfg.max_total_tokens:
                     e.done, e.traj.termination = True, "token_budget"

@@ -1,0 +1,41 @@
+"""What `termcredit credit` and `termcredit graph` show for one trial directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import Analysis, DepGPOConfig, analyse, to_json
+from .load import facts_from_trajectory, load_trajectory
+
+
+def analyse_trial(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> Analysis:
+    return analyse(facts_from_trajectory(load_trajectory(trial_dir)), cfg)
+
+
+def credit_rows(res: Analysis, commands: dict[int, str]) -> list[dict[str, Any]]:
+    sw = res.weights
+    return [{"step": s, "command": commands.get(s, ""), "credit": c, "weight": w, "f": f,
+             "classes": list(cl)}
+            for s, c, w, f, cl in zip(sw.steps, sw.credit, sw.w, sw.f, sw.classes)]
+
+
+def credit_report(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> dict[str, Any]:
+    traj = load_trajectory(trial_dir)
+    res = analyse(facts_from_trajectory(traj), cfg)
+    commands = {s.index: (s.command.command if s.command else s.action) for s in traj.steps}
+    return {
+        "trial_dir": str(trial_dir),
+        "task": traj.task,
+        "reward": traj.verifier.reward if traj.verifier else None,
+        "fallback": res.weights.fallback,
+        "verifier_resources": traj.verifier.resources if traj.verifier else [],
+        "steps": credit_rows(res, commands),
+    }
+
+
+def write_graph_json(trial_dir: str | Path, res: Analysis | None = None) -> Path:
+    res = res or analyse_trial(trial_dir)
+    path = Path(trial_dir) / "graph.json"
+    path.write_text(to_json(res.graph.graph))
+    return path

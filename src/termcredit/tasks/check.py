@@ -1,0 +1,276 @@
+"""`termcredit tasks check`: does each task work as a task?
+
+For every task folder: it loads (loader errors are reported per task, the others go on), its
+image builds (instances 0 and 1 for parametrised tasks), the oracle (``solution/solve.sh``)
+scores 1.0, the ``nop`` agent scores 0.0, and the verifier of the oracle's trial inspected at
+least one file the agent could have changed (the cleaned ``verifier.resources`` DepGPO walks
+back from; empty means the tests check nothing the trace can see). A few static checks ride
+along: a parametrised task must use ``TC_INSTANCE`` in its Dockerfile, and its oracle must not
+read it (an oracle computes the answer from the data, as an agent must).
+
+Trials go through :func:`termcredit.harness.run.run` (one run per agent and instance, trials
+concurrent inside it), so a check runs exactly what ``termcredit run`` runs; the run folders
+stay in the output folder for a look at what failed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+from .model import Task, TaskError, load_task
+
+DEFAULT_INSTANCES = (0, 1)
+
+
+@dataclass
+class TaskCheck:
+    """What `check` found for one task folder."""
+
+    path: Path
+    name: str
+    task: Task | None = None
+    problems: list[str] = field(default_factory=list)
+    build: str = "-"  # "built", "cached", "failed" or "-" (not attempted)
+    build_s: float = 0.0
+    oracle: dict[int, float] = field(default_factory=dict)  # instance -> reward
+    nop: dict[int, float] = field(default_factory=dict)
+    resources: dict[int, int] = field(default_factory=dict)  # instance -> cleaned count
+    trial_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def seconds(self) -> float:
+        return self.build_s + self.trial_s
+
+    @property
+    def instances(self) -> tuple[int, ...]:
+        return DEFAULT_INSTANCES if self.task is not None and self.task.parametrized else (0,)
+
+
+def discover(paths: Iterable[str | Path]) -> list[tuple[Path, Task | TaskError]]:
+    """Task folders under ``paths``, each loaded or with the error that stopped it.
+
+    A path is a task folder (it has a task.toml) or a folder of task folders; in the latter,
+    a subfolder with any of task.toml, instruction.md, environment/ or tests/ counts as a
+    task, so a task that lost its task.toml is reported rather than skipped.
+    """
+    found: list[tuple[Path, Task | TaskError]] = []
+    for p in map(Path, paths):
+        if (p / "task.toml").is_file():
+            folders = [p]
+        elif p.is_dir():
+            markers = ("task.toml", "instruction.md", "environment", "tests")
+            folders = sorted(d for d in p.iterdir()
+                             if d.is_dir() and any((d / m).exists() for m in markers))
+            if not folders:
+                found.append((p, TaskError(p, "neither a task folder nor a folder of tasks "
+                                              "(no task.toml)")))
+        else:
+            found.append((p, TaskError(p, "task folder not found")))
+            continue
+        for folder in folders:
+            try:
+                found.append((folder, load_task(folder)))
+            except TaskError as exc:
+                found.append((folder, exc))
+    return found
+
+
+def lint(task: Task) -> list[str]:
+    """Static problems, found without Docker."""
+    problems = []
+    dockerfile = task.environment_dir / "Dockerfile"
+    docker_text = dockerfile.read_text(errors="replace") if dockerfile.is_file() else ""
+    solve = task.solution_dir / "solve.sh"
+    if not task.has_solution:
+        problems.append(f"{solve}: missing (the oracle runs it)")
+    if task.parametrized:
+        if "TC_INSTANCE" not in docker_text:
+            problems.append(f"{dockerfile}: [metadata] parametrized = true, but the Dockerfile "
+                            "never uses TC_INSTANCE (declare ARG TC_INSTANCE=0 and seed the "
+                            "data with it)")
+        code = [ln for ln in (solve.read_text(errors="replace").splitlines()
+                              if task.has_solution else []) if not ln.lstrip().startswith("#")]
+        if any("TC_INSTANCE" in ln for ln in code):
+            problems.append(f"{solve}: reads TC_INSTANCE; the oracle must compute the answer "
+                            "from the data (the agent never gets the seed)")
+    elif "TC_INSTANCE" in docker_text:
+        problems.append(f"{dockerfile}: uses TC_INSTANCE, but task.toml lacks "
+                        "[metadata] parametrized = true (every instance would be instance 0)")
+    return problems
+
+
+def oracle_steps(task_dir: Path) -> int | None:
+    """Non-empty, non-comment lines of solution/solve.sh (None when there is none)."""
+    solve = Path(task_dir) / "solution" / "solve.sh"
+    if not solve.is_file():
+        return None
+    lines = solve.read_text(errors="replace").splitlines()
+    return sum(1 for ln in lines if ln.strip() and not ln.strip().startswith("#"))
+
+
+def _build_all(client: Any, checks: list[TaskCheck], base: str, image_map: Any,
+               concurrency: int, force: bool) -> None:
+    from ..sandbox import ImageBuildError
+    from .build import build_image
+
+    def one(check: TaskCheck, instance: int) -> tuple[TaskCheck, float, bool, str | None]:
+        built: list[str] = []
+        t0 = time.monotonic()
+        try:
+            build_image(client, check.task, base_ref=base, instance=instance,
+                        image_map=image_map, force=force, log=built.append)
+            error = None
+        except ImageBuildError as exc:
+            error = str(exc)
+        return check, time.monotonic() - t0, bool(built), error
+
+    jobs = [(c, i) for c in checks if c.task is not None for i in c.instances]
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="tc-build") as ex:
+        for check, seconds, built, error in ex.map(lambda j: one(*j), jobs):
+            check.build_s += seconds
+            if error is not None:
+                check.build = "failed"
+                check.problems.append(f"image build failed: {error}")
+            elif check.build != "failed":
+                check.build = "built" if built or check.build == "built" else "cached"
+
+
+def _trial_outcome(trial: dict[str, Any]) -> tuple[float, str | None, list[str] | None]:
+    """(reward, error, cleaned verifier resources) of one trial of a run's result.json."""
+    resources = None
+    traj = Path(trial["trial_dir"]) / "trajectory.json"
+    if traj.is_file():
+        verifier = json.loads(traj.read_text()).get("verifier") or {}
+        resources = verifier.get("resources")
+    if resources is None:
+        res_file = Path(trial["trial_dir"]) / "verifier" / "resources.json"
+        if res_file.is_file():
+            resources = json.loads(res_file.read_text()).get("cleaned")
+    return float(trial["reward"]), trial.get("error"), resources
+
+
+def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path | None = None,
+                image_map: str | None = None, force_build: bool = False,
+                console: Console | None = None, verbose: bool = False) -> list[TaskCheck]:
+    """Check every task under ``paths``; returns one :class:`TaskCheck` per task folder."""
+    from ..harness.run import RunConfig, run
+    from ..sandbox import ImageMap, docker_client, ensure_base_image
+
+    console = console or Console(stderr=True, soft_wrap=True)
+    out = Path(out) if out else Path("runs") / f"check-{datetime.now():%Y%m%d-%H%M%S}"
+    checks: list[TaskCheck] = []
+    names: dict[str, Path] = {}
+    for folder, loaded in discover(paths):
+        if isinstance(loaded, TaskError):
+            checks.append(TaskCheck(path=folder, name=folder.name, problems=[str(loaded)]))
+            continue
+        check = TaskCheck(path=folder, name=loaded.name, task=loaded, problems=lint(loaded))
+        if loaded.name in names:  # run folders and image tags are keyed by name
+            check.problems.append(f"duplicate task name {loaded.name!r} (also {names[loaded.name]})")
+            check.task = None
+        names.setdefault(loaded.name, folder)
+        checks.append(check)
+
+    runnable = [c for c in checks if c.task is not None]
+    if runnable:
+        client = docker_client()
+        base = ensure_base_image(client, log=lambda m: console.print(f"[dim]{m}[/]"))
+        imap = ImageMap.load(image_map)
+        t0 = time.monotonic()
+        n_images = sum(len(c.instances) for c in runnable)
+        console.print(f"[bold]building[/] {n_images} image(s) of {len(runnable)} task(s), "
+                      f"{concurrency} at a time")
+        _build_all(client, runnable, base, imap, concurrency, force_build)
+        console.print(f"[dim]images ready in {time.monotonic() - t0:.1f}s[/]")
+
+        quiet = Console(file=io.StringIO(), soft_wrap=True)
+        by_name = {c.name: c for c in runnable}
+        for instance in sorted({i for c in runnable for i in c.instances}):
+            for agent in ("oracle", "nop"):
+                todo = [c for c in runnable if instance in c.instances and c.build != "failed"
+                        and (agent == "nop" or c.task.has_solution)]
+                if not todo:
+                    continue
+                t0 = time.monotonic()
+                cfg = RunConfig(tasks=[c.task for c in todo], agent=agent,
+                                concurrency=concurrency, out=out / f"{agent}-{instance}",
+                                image_map=image_map, instance=instance)
+                summary = run(cfg, console if verbose else quiet)
+                for trial in summary["trials"]:
+                    check = by_name[trial["task"]]
+                    check.trial_s += float(trial.get("duration_s") or 0.0)
+                    reward, error, resources = _trial_outcome(trial)
+                    where = f"{agent} (instance {instance}, {trial['trial_dir']})"
+                    if agent == "oracle":
+                        check.oracle[instance] = reward
+                        check.resources[instance] = len(resources or [])
+                        if reward != 1.0:
+                            check.problems.append(f"{where}: reward {reward:g}, expected 1"
+                                                  + (f" — {error}" if error else ""))
+                        elif error:
+                            check.problems.append(f"{where}: {error}")
+                        if not resources:
+                            check.problems.append(
+                                f"{where}: the verifier inspected no file the agent could "
+                                "change (cleaned verifier resources are empty)")
+                    else:
+                        check.nop[instance] = reward
+                        if reward != 0.0:
+                            check.problems.append(f"{where}: reward {reward:g}, expected 0 "
+                                                  "(the initial state already passes the tests)")
+                        elif error:
+                            check.problems.append(f"{where}: {error}")
+                console.print(f"[dim]{agent} on instance {instance}: {len(todo)} task(s) in "
+                              f"{time.monotonic() - t0:.1f}s → {out / f'{agent}-{instance}'}[/]")
+    return checks
+
+
+def _rewards(values: dict[int, float], want: float, instances: tuple[int, ...]) -> str:
+    if not values:
+        return "-"
+    cells = []
+    for i in instances:
+        if i in values:
+            color = "green" if values[i] == want else "red"
+            cells.append(f"[{color}]{values[i]:g}[/]")
+        else:
+            cells.append("-")
+    return " ".join(cells)
+
+
+def render(checks: list[TaskCheck], console: Console, *, title: str = "termcredit tasks check",
+           elapsed: float | None = None) -> None:
+    table = Table(title=title)
+    for col in ("task", "build", "oracle", "nop", "resources", "time"):
+        table.add_column(col, justify="right" if col in ("resources", "time") else "left")
+    for c in checks:
+        build = {"failed": "[red]failed[/]", "built": "[green]built[/]",
+                 "cached": "[green]cached[/]"}.get(c.build, "-")
+        res = " ".join(str(c.resources[i]) if i in c.resources else "-" for i in c.instances)
+        name = f"[green]{c.name}[/]" if c.ok else f"[red]{c.name}[/]"
+        table.add_row(name, build, _rewards(c.oracle, 1.0, c.instances),
+                      _rewards(c.nop, 0.0, c.instances), res if c.resources else "-",
+                      f"{c.seconds:.1f}s")
+    console.print(table)
+    for c in checks:
+        for problem in c.problems:
+            console.print(f"[red]✗ {c.name}:[/] {problem}", soft_wrap=True)
+    n_ok = sum(c.ok for c in checks)
+    tail = f" in {elapsed:.0f}s" if elapsed is not None else ""
+    color = "green" if n_ok == len(checks) else "red"
+    console.print(f"[{color}]{n_ok}/{len(checks)} task(s) passed{tail}[/] "
+                  "(parametrised tasks: instances 0 and 1, in that order)", soft_wrap=True)

@@ -1,0 +1,73 @@
+"""Training configuration: one dataclass, read from TOML, overridden from the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..tomlw import toml_table
+from .rollout import RolloutConfig
+
+
+@dataclass
+class TrainConfig:
+    algo: str = "grpo"  # an estimator spec: grpo, gigpo, adastep, depgpo, opd, depgpo+opd, ...
+    model: str = "tiny"  # tiny | micro | smollm2-135m | a local HF model directory
+    tasks: list[str] = field(default_factory=lambda: ["tasks/hello-world"])
+    group_size: int = 4
+    steps: int = 10
+    lr: float = 1e-4
+    seed: int = 0
+    device: str = "cpu"  # cpu | cuda | auto
+    out: str | None = None
+    teacher: str | None = None  # OPD teacher: a policy with the same tokenizer
+    train_instances: int = 8  # instance seeds 0..n-1 (parametrised tasks)
+    eval_every: int = 0  # 0: no periodic evaluation
+    eval_instances: list[int] = field(default_factory=lambda: [1000, 1001])
+    checkpoint_every: int = 1
+    micro_batch: int = 4
+    max_grad_norm: float = 1.0
+    dynamic_sampling: bool = False  # DAPO: skip groups whose rewards are all equal
+    estimator: dict[str, Any] = field(default_factory=dict)  # settings for estimators.build
+    loss: dict[str, Any] = field(default_factory=dict)  # LossConfig fields
+    rollout: dict[str, Any] = field(default_factory=dict)  # RolloutConfig fields
+
+    def rollout_config(self) -> RolloutConfig:
+        return RolloutConfig(**self.rollout)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def load_config(path: str | Path | None, overrides: dict[str, Any]) -> TrainConfig:
+    """TOML file (top-level keys = TrainConfig fields; [estimator]/[loss]/[rollout] tables),
+    then the command line's explicit values on top."""
+    data: dict[str, Any] = {}
+    if path:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"{path or 'config'}: unknown setting(s) {unknown}")
+    cfg = TrainConfig(**data)
+    try:
+        cfg.rollout_config()
+    except TypeError as exc:
+        raise ConfigError(f"{path or 'config'}: field 'rollout': {exc}") from exc
+    return cfg
+
+
+def dump_config(cfg: TrainConfig) -> str:
+    """TOML for config.toml in the run directory (readable back by load_config)."""
+    return toml_table(cfg.to_dict())
