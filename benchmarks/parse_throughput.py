@@ -1,7 +1,7 @@
 """Tracer parse speed on a recorded realistic trace (a 50-command agent session).
 
-Parses benchmarks/data/session-50.strace (re-record it with benchmarks/data/record_session.py)
-with parse_session, best of --repeats, and, side by side, the bare line split the parser
+Parses the whole traced-shell session of benchmarks/data/trial-50 (a recorded 50-command trial;
+re-record it with benchmarks/data/record_trial.py) with parse_session, best of --repeats, and, side by side, the bare line split the parser
 starts from, so the ratio shows what parsing costs over reading the text at all.
 Last line: `RESULT lines_per_s=<n> ms_per_50_commands=<m>`.
 
@@ -14,9 +14,10 @@ import argparse
 import time
 from pathlib import Path
 
+from termcredit.depgpo.load import trial_session_text
 from termcredit.tracer import parse_session
 
-DATA = Path(__file__).with_name("data") / "session-50.strace"
+TRIAL = Path(__file__).with_name("data") / "trial-50"
 
 
 def best(fn, repeats: int) -> float:
@@ -32,7 +33,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=10)
     args = ap.parse_args()
-    text = DATA.read_text()
+    text = trial_session_text(TRIAL)
     lines = text.count("\n")
     session = parse_session(text)
     n_cmds = len(session.commands)

@@ -23,6 +23,13 @@ def load_trajectory(trial_dir: str | Path) -> Trajectory:
     return traj
 
 
+def trial_session_text(trial_dir: str | Path) -> str:
+    """The agent shell's whole trace as written by a trial: start-up, then each step in order."""
+    trace = Path(trial_dir) / "trace"
+    steps = sorted(trace.glob("step-*.strace"))
+    return "".join(p.read_text() for p in [trace / "shell-start.strace", *steps])
+
+
 def _text(content_dir: Path | None, sha: str | None, in_memory: str | None) -> str | None:
     if in_memory is not None:
         return in_memory
