@@ -5,6 +5,7 @@ edge kind; a legend. Formats: dot, svg, png (need the `dot` program), html (svg 
 from __future__ import annotations
 
 import html
+import posixpath
 import shutil
 import subprocess
 from typing import Any
@@ -42,6 +43,33 @@ def _credit_color(credit: float | None, top: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
+MAX_LEAVES = 5  # a command's dead-end outputs beyond this fold into one summary node
+
+
+def collapse_leaves(graph: nx.MultiDiGraph, limit: int = MAX_LEAVES) -> nx.MultiDiGraph:
+    """Fold the file versions a command wrote that nothing else touches (not read later, not a
+    verifier resource: `git init`'s 20 files, a tar extraction) into one node per command, so
+    a 30-command picture stays readable. Information flow is never hidden."""
+    g = graph.copy()
+    for cmd, d in graph.nodes(data=True):
+        if d.get("type") != "command":
+            continue
+        leaves = [v for _, v, e in graph.out_edges(cmd, data=True)
+                  if e.get("kind") == "write" and graph.nodes[v].get("type") == "file"
+                  and not graph.nodes[v].get("resource") and graph.out_degree(v) == 0
+                  and graph.in_degree(v) == 1]
+        if len(leaves) <= limit:
+            continue
+        paths = [graph.nodes[v].get("path", "") for v in leaves]
+        common = posixpath.commonpath(paths) if all(p.startswith("/") for p in paths) else ""
+        g.remove_nodes_from(leaves)
+        node = f"fold:{cmd}"
+        g.add_node(node, type="file", kind="folded",
+                   path=f"{len(leaves)} files under {common or '/'}", version="*")
+        g.add_edge(cmd, node, kind="write")
+    return g
+
+
 def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     cmds = sorted((n for n, d in graph.nodes(data=True) if d.get("type") == "command"),
                   key=lambda n: graph.nodes[n].get("step", 0))
@@ -70,6 +98,8 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
             if d.get("kind") == "deleted":
                 style, label = 'shape=note, style="filled,dashed", fillcolor="#ffffff"', \
                     f"✗ {_short(name, 30)}\nv{d.get('version')}"
+            elif d.get("kind") == "folded":
+                style, label = 'shape=folder, style=filled, fillcolor="#eeeeee"', name
             elif d.get("kind") in ("dir", "symlink"):
                 style = 'shape=folder, style=filled, fillcolor="#f7f7f7"'
             if d.get("resource"):
@@ -118,7 +148,7 @@ def _legend() -> list[str]:
 
 def render(graph: nx.MultiDiGraph, fmt: str, *, title: str = "",
            rows: list[dict[str, Any]] | None = None) -> bytes:
-    dot = to_dot(graph, title=title)
+    dot = to_dot(collapse_leaves(graph), title=title)
     if fmt == "dot":
         return dot.encode()
     if shutil.which("dot") is None:
