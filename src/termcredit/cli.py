@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -116,6 +117,30 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from .trainer.config import load_config
+    from .trainer.train import Trainer
+
+    tasks = (args.task or []) + (args.tasks or [])
+    overrides = {
+        "algo": args.algo, "model": args.model, "tasks": tasks or None,
+        "group_size": args.group_size, "steps": args.steps, "lr": args.lr, "seed": args.seed,
+        "device": args.device, "teacher": args.teacher, "eval_every": args.eval_every,
+    }
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / "config.toml").is_file():
+            raise FileNotFoundError(f"{run_dir / 'config.toml'}: not a training run to resume")
+        cfg = load_config(args.config or run_dir / "config.toml", overrides)
+    else:
+        cfg = load_config(args.config, overrides)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = Path(args.out or Path("runs") / f"{stamp}-train-{cfg.algo}")
+    Trainer(cfg, run_dir, resume=bool(args.resume), console=console).run()
+    print(run_dir)
+    return 0
+
+
 def _cmd_gc(args: argparse.Namespace) -> int:
     from .sandbox import docker_client, gc
 
@@ -199,6 +224,28 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("-o", "--output", help="output file (default TRIAL_DIR/graph.<format>)")
     gr.set_defaults(func=_cmd_graph)
 
+    tr = sub.add_parser("train", help="train a policy with an advantage estimator",
+                        description="RL on terminal tasks: G episodes per step in traced "
+                        "sandboxes, advantages from the estimator registry, a PPO-style update. "
+                        "Settings: --config FILE.toml, then these flags on top.")
+    tr.add_argument("--algo", help="grpo | gigpo | adastep | depgpo | opd | sums like "
+                    "depgpo+opd (default grpo)")
+    tr.add_argument("--model", help="tiny | micro | smollm2-135m | a local HF model dir")
+    tr.add_argument("--task", action="append", metavar="PATH", help="a task folder (repeatable)")
+    tr.add_argument("--tasks", action="append", metavar="DIR", help="a folder of tasks")
+    tr.add_argument("--group-size", type=int, help="episodes per group (default 4)")
+    tr.add_argument("--steps", type=int, help="optimizer steps (default 10)")
+    tr.add_argument("--lr", type=float, help="learning rate (default 1e-4)")
+    tr.add_argument("--seed", type=int, help="seed (default 0)")
+    tr.add_argument("--device", help="cpu | cuda | auto (default cpu)")
+    tr.add_argument("--teacher", help="OPD teacher policy (same tokenizer)")
+    tr.add_argument("--eval-every", type=int, help="greedy held-out evaluation every N steps")
+    tr.add_argument("--config", help="TOML file with TrainConfig fields")
+    tr.add_argument("--out", help="run directory (default runs/<stamp>-train-<algo>)")
+    tr.add_argument("--resume", metavar="DIR", help="continue a killed run from its last "
+                    "checkpoint")
+    tr.set_defaults(func=_cmd_train)
+
     g = sub.add_parser("gc", help="remove containers left by dead runs",
                        description="Remove termcredit containers whose owning process is gone.")
     g.add_argument("--run", help="remove this run id's containers, owner alive or not")
@@ -214,11 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     from .depgpo.render import RenderError
     from .harness.trace_cmd import TraceError
     from .tasks import TaskError
+    from .trainer.config import ConfigError
 
     try:
         return args.func(args)
     except (TaskError, ImageBuildError, EngineError, TraceError, TrialError, RenderError,
-            FileNotFoundError, ValueError) as exc:
+            ConfigError, FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
     except KeyboardInterrupt:

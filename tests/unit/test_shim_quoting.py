@@ -13,4 +13,8 @@ from termcredit.sandbox.shim import ansi_c_quote as quote
 def test_ansi_c_quote_round_trips_through_bash(text):
     out = subprocess.run(["bash", "-c", f"v={quote(text)}; printf %s \"$v\""],
                          capture_output=True).stdout
-    assert out == text.encode("utf-8", "surrogateescape")
+    try:
+        expected = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # lone surrogates (not from any bytes) become '?'
+        expected = text.encode("utf-8", "replace")
+    assert out == expected

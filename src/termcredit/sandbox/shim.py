@@ -72,7 +72,11 @@ def recv():
 def ansi_c_quote(text):
     """bash $'...' quoting that survives any byte, so the command text reaches eval intact."""
     out = []
-    for ch in text.encode("utf-8", "surrogateescape"):
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that no byte decoded to: not a real byte
+        raw = text.encode("utf-8", "replace")
+    for ch in raw:
         if ch in (0x27, 0x5C) or ch < 0x20 or ch >= 0x7F:
             out.append("\\x%02x" % ch)
         else:

@@ -68,11 +68,11 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[Path, Task | TaskError]]
     task, so a task that lost its task.toml is reported rather than skipped.
     """
     found: list[tuple[Path, Task | TaskError]] = []
+    markers = ("task.toml", "instruction.md", "environment", "tests")
     for p in map(Path, paths):
-        if (p / "task.toml").is_file():
+        if p.is_dir() and any((p / m).exists() for m in markers):
             folders = [p]
         elif p.is_dir():
-            markers = ("task.toml", "instruction.md", "environment", "tests")
             folders = sorted(d for d in p.iterdir()
                              if d.is_dir() and any((d / m).exists() for m in markers))
             if not folders:

@@ -189,9 +189,9 @@ def _logical_lines(text: str) -> list[str]:
     out, buf = [], ""
     for line in text.splitlines():
         if line.endswith("\\") and not line.endswith("\\\\"):
-            buf += line[:-1] + " "
+            buf += (line.lstrip() if buf else line)[:-1].rstrip() + " "
             continue
-        out.append(buf + line)
+        out.append(buf + (line.lstrip() if buf else line))
         buf = ""
     if buf:
         out.append(buf)
@@ -327,8 +327,9 @@ def _rewrite_segment(seg: str, report: ImportReport) -> tuple[str | None, bool]:
     uv = re.match(r"^uv\s+run\s+(?:--\S+(?:\s+\S+)?\s+)*(?P<cmd>.*)$", body)
     if uv:
         lead = seg[:len(seg) - len(seg.lstrip())]
-        report.notes.append(f"run-tests.sh: {body!r} runs without uv")
-        return lead + uv.group("cmd"), False
+        cmd = re.sub(r"^python(?=\s|$)", "python3", uv.group("cmd"))  # Debian has no `python`
+        report.notes.append(f"run-tests.sh: {body!r} runs as {cmd!r}")
+        return lead + cmd, False
     return seg, False
 
 
@@ -371,11 +372,16 @@ def convert_run_tests(text: str | None, report: ImportReport) -> str:
             continue
         if pytest_at:
             n_pytest += len(pytest_at)
-            if len(new_segs) > 1:  # keep it simple: pytest on a line of its own
-                for pos, (_, s) in enumerate(new_segs):
-                    body.append(_wrap_pytest(s) if pos in pytest_at else s.strip())
-                continue
-            body.append(_wrap_pytest(new_segs[0][1]))
+            # pytest gets a line of its own; `pytest ... || fallback` loses the fallback,
+            # which would turn a failing run into a pass
+            skip = False
+            for pos, (k, s) in enumerate(new_segs):
+                if skip and seps[k - 1].strip() == "||":
+                    report.notes.append(f"run-tests.sh: dropped '|| {s.strip()}' after pytest "
+                                        "(the reward is pytest's own exit status)")
+                    continue
+                skip = pos in pytest_at
+                body.append(_wrap_pytest(s) if skip else s.strip())
             continue
         rebuilt = new_segs[0][1]
         for k, s in new_segs[1:]:
@@ -450,6 +456,8 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
     test_timeout = _number(data, "max_test_timeout_sec", DEFAULT_TEST_TIMEOUT, yaml_path)
 
     dest = Path(out) if out else Path(tasks_dir) / src.name
+    if dest.resolve() == src:
+        raise ValueError(f"{dest}: the output folder must differ from the TB1 folder")
     if dest.exists():
         if not force:
             raise ValueError(f"{dest}: already exists (use --force to replace it)")
@@ -460,7 +468,7 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
     env = dest / "environment"
     env.mkdir(parents=True)
     for item in sorted(src.iterdir()):
-        if item.name in SKIP_FILES or item == yaml_path:
+        if item.name in SKIP_FILES or item == yaml_path or item.resolve() == dest.resolve():
             continue
         if item.is_dir():
             shutil.copytree(item, env / item.name, symlinks=True)

@@ -319,8 +319,11 @@ def syscall_events(sc: Syscall, cwd: str | None) -> list[Event]:
         return []
     if not fast.ENABLED:
         return handler(sc, cwd)
-    key = (sc.name, sc.args, sc.ret, sc.errno, sc.ret_deleted, cwd)
-    known = _KNOWN.get(key)
+    key = (sc.name, sc.args, sc.ret, sc.errno, sc.ret_path, sc.ret_deleted, cwd)
+    try:
+        known = _KNOWN.get(key)
+    except TypeError:  # args given as a list: unhashable, no memo
+        return handler(sc, cwd)
     if known is None:
         events = handler(sc, cwd)
         fast.remember(_KNOWN, key, tuple(events))

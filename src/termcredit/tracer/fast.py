@@ -1,18 +1,19 @@
-"""Fast paths for the tracer's hot spots; every one is an exact shortcut of the general code.
+"""Fast paths for the tracer's hot spots; each is an exact shortcut of the general code.
 
-* `LINE`: one regex for the dominant complete-call line shape
-  `PID TS name(arg, ...) = RET[<ann>][(deleted)][ ERRNO ...]` whose arguments are plain
-  tokens, `-y` annotations, quoted strings without backslashes and flat string arrays. It
-  captures what `lines.LineParser._call` would compute; any other line (escapes, structs,
-  nested brackets, `(deleted)` on an argument, `<unfinished ...>`, resumed lines, unusual
-  spacing, non-ASCII) does not match and takes the general path.
-* `SPLIT`: the tokens of `decode.TOKEN` that matter to `split_top` (quoted strings and
-  annotations are skipped whole, brackets and commas are reported), found by search so the
-  plain runs between them cost nothing.
-* `Memo`: bounded memo tables for the pure decoders (`parse_str`, `parse_fd`, ...); a
-  trace repeats the same few hundred argument texts thousands of times.
+* `BODY`: one regex for the dominant line shape, a complete call
+  `name(arg, ...) = RET[<ann>][(deleted)][ ERRNO ...]` whose arguments are plain tokens,
+  `-y` annotations, quoted strings without backslashes and flat string arrays (argv). It
+  captures what `lines.LineParser._call` computes; any other body (escapes, structs, nested
+  brackets, `(deleted)` after an argument, `<unfinished ...>`, odd spacing, non-ASCII
+  outside quotes) does not match and takes the general path. `ROWS` splits a whole text
+  into `PID TS body` rows in one C-level pass.
+* `slot_builder`: frozen slots dataclass instances without the per-field object.__setattr__.
+* `memoized`, `new_table`/`remember`: bounded, process-wide memo tables for pure functions
+  (argument decoding, lines, events, environment lookups). A trace repeats the same few
+  hundred call texts and paths thousands of times, and a session is parsed again and again
+  as it grows.
 
-`ENABLED` switches all of it (`slow_path()` for tests comparing both ways).
+`ENABLED` switches all of it off (`slow_path()`, for tests comparing both ways).
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ ARG_RE = re.compile(ARG)
 MAX_ARGS = 6  # captured one by one; any further ones come as `, ARG, ARG...` in a group
 
 
-def _args(n: int) -> str:
-    return "" if n == 0 else rf"(?:, ({ARG}){_args(n - 1)})?+"
+def _more_args(n: int) -> str:
+    """`, ARG` n more times, each optional (nested); after the last, `(, ARG)*` as one group."""
+    return rf"((?:, {ARG})*+)" if n == 0 else rf"(?:, ({ARG}){_more_args(n - 1)})?+"
 
 
 # After the arguments: lines._RET verbatim (match, not fullmatch: the rest is ignored).
@@ -68,9 +70,10 @@ PREFIX = re.compile(_PREFIX, re.A)
 # Every line of a text as (pid, ts, body) when PREFIX matches it, else ("", "", line); `.`
 # and `$` stop at `\n` only, so the rows are text.split("\n").
 ROWS = re.compile(rf"^(?:{_PREFIX})?(.*)$", re.A | re.M)
-# groups(): name, MAX_ARGS arguments (None when absent), the rest, ret, ann, deleted, errno
+# groups(): name, MAX_ARGS arguments (None from the first absent one on), the further ones
+# (`, ARG, ARG`; None unless all MAX_ARGS are there), ret, ann, deleted, errno
 BODY = re.compile(
-    rf"([A-Za-z_][A-Za-z0-9_]*)\((?:({ARG}){_args(MAX_ARGS - 1)})?+((?:, {ARG})*+)\){_RET}",
+    rf"([A-Za-z_][A-Za-z0-9_]*)\((?:({ARG}){_more_args(MAX_ARGS - 1)})?+\){_RET}",
     re.A,
 )
 
@@ -84,40 +87,13 @@ def body_args(groups: tuple[str | None, ...]) -> tuple[str, ...]:
     return args + tuple(ARG_RE.findall(more)) if more else args  # type: ignore[operator]
 
 
-# --- split_top ------------------------------------------------------------------------
-# decode.TOKEN minus the plain runs and the stray-character fallback: neither can hold a
-# bracket or comma, and neither can start where a quoted string, annotation or bracket does.
-SPLIT = re.compile(r'"(?:[^"\\]|\\.)*(?:"(?:\.\.\.)?|\\?\Z)|<[^<>\n]*>|([\[\]{}(),])', re.S)
-
-
-def split_top(text: str, start: int = 0) -> tuple[list[str], int | None]:
-    parts: list[str] = []
-    depth = 0
-    part_start = start
-    for m in SPLIT.finditer(text, start):
-        tok = m.group(1)
-        if tok is None:
-            continue
-        if tok == ",":
-            if depth == 0:
-                parts.append(text[part_start : m.start()].strip())
-                part_start = m.end()
-        elif tok in "([{":
-            depth += 1
-        elif depth == 0:
-            parts.append(text[part_start : m.start()].strip())
-            return ([] if parts == [""] else parts), m.end()
-        else:
-            depth -= 1
-    parts.append(text[part_start:].strip())
-    return ([] if parts == [""] else parts), None
-
-
 # --- records ------------------------------------------------------------------------
 def slot_builder(cls: type) -> Callable[..., Any]:
     """build(*values): a `cls` instance from all its dataclass fields, in order, as the frozen
     dataclass __init__ makes it but with the slots set directly (no object.__setattr__ per
     field, no defaults: every value is given). Generated straight-line, as dataclasses does."""
+    if "__slots__" not in cls.__dict__:
+        raise TypeError(f"{cls.__name__} is not a slots dataclass")
     names = tuple(cls.__dataclass_fields__)  # type: ignore[attr-defined]
     env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     lines = [f"def build({', '.join(names)}):", "    obj = _new(_cls)"]
@@ -130,36 +106,44 @@ def slot_builder(cls: type) -> Callable[..., Any]:
 
 
 # --- memo tables ------------------------------------------------------------------------
-F = TypeVar("F", bound=Callable[[Any], Any])
-G = TypeVar("G", bound=Callable[..., Any])
-MEMO_MAX = 1 << 13  # entries per table; a full table starts over (no per-hit bookkeeping)
-MEMO_KEY_MAX = 1024  # longer texts (a 4 KiB write buffer...) are decoded every time
-_TABLES: list[dict[str, Any]] = []
+F = TypeVar("F", bound=Callable[..., Any])
+MEMO_MAX = 1 << 14  # entries per table; a full table starts over (no per-hit bookkeeping)
+MEMO_KEY_MAX = 2048  # characters in a key; longer ones (huge names) are not remembered
+_TABLES: list[dict[Any, Any]] = []
 
 
 def clear_memos() -> None:
-    """Forget everything remembered (for cold-start measurements)."""
+    """Forget everything remembered (for cold-start measurements and tests)."""
     for table in _TABLES:
         table.clear()
 
 
 def new_table() -> dict[Any, Any]:
-    """A memo table that clear_memos() empties; fill it with remember()."""
+    """A memo table for remember(); clear_memos() empties it."""
     table: dict[Any, Any] = {}
     _TABLES.append(table)
     return table
 
 
+def _size(key: Any) -> int:
+    if isinstance(key, str):
+        return len(key)
+    if isinstance(key, tuple):
+        return sum(_size(k) for k in key)
+    return 0
+
+
 def remember(table: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(table) >= MEMO_MAX:
-        table.clear()
-    table[key] = value
+    if _size(key) <= MEMO_KEY_MAX:
+        if len(table) >= MEMO_MAX:
+            table.clear()
+        table[key] = value
 
 
 def memoized(fn: F) -> F:
-    """fn(key), remembered while ENABLED. Only for pure functions of one hashable argument
-    (a text, a tuple of texts) with immutable results."""
-    table: dict[Any, Any] = {}
+    """fn(key) remembered while ENABLED. Only for pure functions of one hashable argument (a
+    text, a tuple of texts) with an immutable result: every caller gets the same object."""
+    table = new_table()
 
     @wraps(fn)
     def wrapper(key: Any) -> Any:
@@ -168,22 +152,19 @@ def memoized(fn: F) -> F:
                 return table[key]
             except KeyError:
                 pass
+            except TypeError:  # unhashable (a list where a tuple belongs): no memo
+                return fn(key)
             value = fn(key)
-            if len(table) >= MEMO_MAX:
-                table.clear()
-            if not isinstance(key, str) or len(key) <= MEMO_KEY_MAX:
-                table[key] = value
+            remember(table, key, value)
             return value
         return fn(key)
 
-    wrapper.cache_clear = table.clear  # type: ignore[attr-defined]
-    _TABLES.append(table)
     return wrapper  # type: ignore[return-value]
 
 
-def memoized_args(fn: G) -> G:
-    """memoized() for functions of several hashable positional arguments."""
-    table: dict[tuple[Any, ...], Any] = {}
+def memoized_args(fn: F) -> F:
+    """memoized() for a function of several hashable positional arguments."""
+    table = new_table()
 
     @wraps(fn)
     def wrapper(*args: Any) -> Any:
@@ -192,13 +173,11 @@ def memoized_args(fn: G) -> G:
                 return table[args]
             except KeyError:
                 pass
+            except TypeError:  # unhashable (a list where a tuple belongs): no memo
+                return fn(*args)
             value = fn(*args)
-            if len(table) >= MEMO_MAX:
-                table.clear()
-            table[args] = value
+            remember(table, args, value)
             return value
         return fn(*args)
 
-    wrapper.cache_clear = table.clear  # type: ignore[attr-defined]
-    _TABLES.append(table)
     return wrapper  # type: ignore[return-value]

@@ -244,8 +244,8 @@ class LineParser:
 
 
 _FAST_PREFIX = fast.PREFIX.match
-_new_syscall = fast.slot_builder(Syscall)  # pid, ts, name, args, ret, ret_path, errno, line_no,
-# ret_deleted, resumed, orphan
+# (pid, ts, name, args, ret, ret_path, errno, line_no, ret_deleted, resumed, orphan)
+_new_syscall = fast.slot_builder(Syscall)
 
 
 @fast.memoized  # a trace repeats its calls (ld.so, locale files, the markers) over and over

@@ -30,6 +30,7 @@ class TrainConfig:
     checkpoint_every: int = 1
     micro_batch: int = 4
     max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
     dynamic_sampling: bool = False  # DAPO: skip groups whose rewards are all equal
     estimator: dict[str, Any] = field(default_factory=dict)  # settings for estimators.build
     loss: dict[str, Any] = field(default_factory=dict)  # LossConfig fields

@@ -95,7 +95,7 @@ class Policy:
         ids.update([gen_eos] if isinstance(gen_eos, int) else (gen_eos or []))
         self.stop_ids: frozenset[int] = frozenset(ids)
         pad = tokenizer.pad_token_id
-        self.pad_id: int = pad if pad is not None else min(self.stop_ids)
+        self.pad_id: int = pad if pad is not None else min(self.stop_ids, default=0)
 
     def __repr__(self) -> str:
         return self.name

@@ -88,7 +88,8 @@ def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: Sandbo
             t0 = time.monotonic()
             samples = policy.generate([e.tokens.token_ids for e in live],
                                       max_new_tokens=cfg.max_new_tokens,
-                                      temperature=cfg.temperature, top_p=cfg.top_p, seed=seed)
+                                      temperature=cfg.temperature, top_p=cfg.top_p,
+                                      seed=None if seed is None else seed * 1009 + _turn)
             gen_s += time.monotonic() - t0
             t0 = time.monotonic()
             actions = []

@@ -1,0 +1,227 @@
+"""`termcredit train`: rollouts in sandboxes -> estimator -> PPO-style update, step by step.
+
+Each step: one task (round robin), one instance, G episodes from the same initial state; the
+estimator from the registry turns the group into per-token advantages; the loss updates the
+weights. Old log-probs are recomputed with the current weights before the update (so the PPO
+ratio starts at exactly 1 and only the sampler's numerics differ from the behaviour log-probs,
+which are kept in the trajectories). Everything lands in the run directory:
+config.toml, metrics.jsonl, tb/ (TensorBoard), checkpoints/, rollouts/step-N/<task>/g<k>/.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import estimators
+from ..records import Trajectory
+from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
+from ..tasks import Task, find_tasks
+from ..tasks.build import build_image
+from .checkpoint import latest_checkpoint, load_state, save_checkpoint
+from .config import TrainConfig, dump_config
+from .loss import LossConfig, LossInputs, global_counts, policy_loss
+from .policy import load_policy, pad_batch
+from .rollout import rollout_group
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, run_dir: Path, *, resume: bool = False,
+                 console: Console | None = None):
+        self.cfg, self.run_dir = cfg, run_dir
+        self.console = console or Console(stderr=True, soft_wrap=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.toml").write_text(dump_config(cfg))
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
+        self.tasks: list[Task] = find_tasks(cfg.tasks)
+        ckpt = latest_checkpoint(run_dir) if resume else None
+        self.policy = load_policy(str(ckpt / "model") if ckpt else cfg.model, device=cfg.device,
+                                  seed=cfg.seed)
+        self.layout = self.policy.chat()
+        self.loss_cfg = LossConfig(**cfg.loss)
+        self.ref = (load_policy(cfg.model, device=cfg.device, seed=cfg.seed)
+                    if self.loss_cfg.kl_coef else None)
+        parts = cfg.algo.split("+")
+        if "opd" in parts and not cfg.teacher:
+            raise ValueError("algo 'opd' needs a teacher policy (--teacher)")
+        self.teacher = load_policy(cfg.teacher, device=cfg.device) if cfg.teacher else None
+        self.estimator = estimators.build(cfg.algo, **cfg.estimator)
+        # no weight decay by default: with zero advantages the weights must not move
+        self.opt = torch.optim.AdamW(self.policy.model.parameters(), lr=cfg.lr,
+                                     weight_decay=cfg.weight_decay)
+        self.start = 0
+        if ckpt is not None:
+            self.start = load_state(ckpt, self.opt)["step"] + 1
+            self._truncate_metrics(self.start)
+        self.client = docker_client()
+        gc(self.client)
+        self.base = ensure_base_image(self.client, log=lambda m: self.console.print(f"[dim]{m}"))
+        self.image_map = ImageMap.load()
+        self._images: dict[tuple[str, int], str] = {}
+        self.run_id = f"train-{run_dir.name}-{secrets.token_hex(3)}"
+        self.pool = SandboxPool(self.client, self.run_id, ahead=cfg.group_size)
+        self.tb = self._tensorboard()
+
+    # ------------------------------------------------------------------ plumbing
+    def _tensorboard(self) -> Any:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:  # tensorboard not installed: metrics.jsonl still has everything
+            return None
+        return SummaryWriter(str(self.run_dir / "tb"))
+
+    def _truncate_metrics(self, start: int) -> None:
+        path = self.run_dir / "metrics.jsonl"
+        if path.exists():
+            keep = [ln for ln in path.read_text().splitlines()
+                    if ln.strip() and json.loads(ln).get("step", -1) < start]
+            path.write_text("".join(ln + "\n" for ln in keep))
+
+    def image(self, task: Task, instance: int) -> str:
+        key = (task.name, instance if task.parametrized else 0)
+        if key not in self._images:
+            self._images[key] = build_image(self.client, task, base_ref=self.base,
+                                            instance=key[1], image_map=self.image_map,
+                                            log=lambda m: self.console.print(f"[dim]{m}"))
+        return self._images[key]
+
+    def _log(self, row: dict[str, Any]) -> None:
+        with open(self.run_dir / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.tb is not None:
+            for k, v in row.items():
+                if isinstance(v, (int, float)) and k != "step":
+                    self.tb.add_scalar(k, v, row["step"])
+            self.tb.flush()
+
+    # ------------------------------------------------------------------ one step
+    def rollout(self, task: Task, instance: int, step: int, group_size: int, *,
+                temperature: float | None = None, where: str = "rollouts") -> list[Trajectory]:
+        rcfg = self.cfg.rollout_config()
+        if temperature is not None:
+            rcfg.temperature = temperature
+        self.policy.model.eval()
+        out = self.run_dir / where / f"step-{step:06d}" / f"{task.name}-i{instance}"
+        return rollout_group(self.policy, self.layout, task, self.image(task, instance),
+                             self.pool, group_size, out, rcfg, instance=instance,
+                             policy_version=step, seed=self.cfg.seed * 100003 + step)
+
+    def train_step(self, step: int) -> dict[str, Any]:
+        cfg = self.cfg
+        task = self.tasks[step % len(self.tasks)]
+        instance = (step // len(self.tasks)) % cfg.train_instances if task.parametrized else 0
+        t0 = time.monotonic()
+        group = self.rollout(task, instance, step, cfg.group_size)
+        t1 = time.monotonic()
+        if self.teacher is not None:
+            for t in group:
+                tok = t.tokens
+                tok.teacher_logprobs = self.teacher.score([tok.token_ids], [tok.loss_mask])[0]
+        res = self.estimator(group)
+        t2 = time.monotonic()
+        rewards = [t.verifier.reward if t.verifier else 0.0 for t in group]
+        skipped = cfg.dynamic_sampling and max(rewards) - min(rewards) < 1e-12
+        upd = {} if skipped else self.update(group, res.advantages)
+        t3 = time.monotonic()
+        flat = [a for adv, t in zip(res.advantages, group)
+                for a, m in zip(adv, t.tokens.loss_mask) if m]
+        return {
+            "step": step, "task": task.name, "instance": instance,
+            "reward_mean": _mean(rewards),
+            "reward_std": float(torch.tensor(rewards).std(unbiased=False)),
+            "success_rate": _mean([float(r >= 1.0) for r in rewards]),
+            "zero_advantage_group": float(all(abs(a) < 1e-12 for a in flat)),
+            "adv_mean": _mean(flat), "adv_abs_mean": _mean([abs(a) for a in flat]),
+            "tokens": sum(len(t.tokens.token_ids) for t in group),
+            "action_tokens": len(flat), "steps_per_episode": _mean([len(t.steps) for t in group]),
+            "invalid_actions": sum(s.invalid for t in group for s in t.steps),
+            "skipped_update": float(skipped),
+            **{f"estimator/{k}": v for k, v in res.stats.items()},
+            **upd,
+            "time/rollout_s": t1 - t0, "time/credit_s": t2 - t1, "time/update_s": t3 - t2,
+        }
+
+    def update(self, group: list[Trajectory], advantages: list[list[float]]) -> dict[str, float]:
+        cfg, pol = self.cfg, self.policy
+        seqs = [t.tokens.token_ids for t in group]
+        masks = [t.tokens.loss_mask for t in group]
+        old = pol.score(seqs, masks)
+        ref = self.ref.score(seqs, masks) if self.ref is not None else None
+        n_tok, n_seq = global_counts(torch.tensor(m, dtype=torch.float32)[None] for m in masks)
+        pol.model.train()
+        self.opt.zero_grad(set_to_none=True)
+        metrics: dict[str, float] = {}
+        total = 0.0
+        for lo in range(0, len(seqs), cfg.micro_batch):
+            idx = range(lo, min(lo + cfg.micro_batch, len(seqs)))
+            dev = pol.device
+            ids, attn = pad_batch([seqs[i] for i in idx], pol.pad_id, device=dev)
+            pad = lambda rows: pad_batch(rows, 0.0, dtype=torch.float32, device=dev)[0]  # noqa: E731
+            logp = pol.forward_logprobs(ids, attn)
+            out = policy_loss(LossInputs(
+                logprobs=logp, old_logprobs=pad([old[i] for i in idx]),
+                advantages=pad([advantages[i] for i in idx]),
+                loss_mask=pad([masks[i] for i in idx]),
+                ref_logprobs=pad([ref[i] for i in idx]) if ref is not None else None,
+                global_tokens=n_tok, global_seqs=n_seq), self.loss_cfg)
+            out.loss.backward()
+            total += float(out.loss.detach())
+            w = out.metrics.get("n_tokens", 0.0) / max(n_tok, 1.0)
+            for k, v in out.metrics.items():
+                if k != "n_tokens":
+                    metrics[k] = metrics.get(k, 0.0) + w * v
+        grad_norm = torch.nn.utils.clip_grad_norm_(pol.model.parameters(), cfg.max_grad_norm)
+        self.opt.step()
+        pol.model.eval()
+        return {"loss": total, "grad_norm": float(grad_norm), "kl": metrics.get("approx_kl", 0.0),
+                **{f"loss/{k}": v for k, v in metrics.items()}}
+
+    def evaluate(self, step: int) -> dict[str, float]:
+        """Greedy pass@1 on held-out instances (parametrised tasks) of every task."""
+        successes = []
+        for task in self.tasks:
+            for inst in (self.cfg.eval_instances if task.parametrized else [0]):
+                traj = self.rollout(task, inst, step, 1, temperature=0.0, where="eval")[0]
+                successes.append(float(traj.verifier is not None and traj.verifier.reward >= 1))
+        return {"eval/success": _mean(successes), "eval/episodes": float(len(successes))}
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> Path:
+        cfg = self.cfg
+        progress = Progress(TextColumn("[bold]train {task.fields[algo]}"), BarColumn(),
+                            MofNCompleteColumn(), TextColumn("reward {task.fields[reward]:.2f}"),
+                            TextColumn("loss {task.fields[loss]:+.4f}"), TimeElapsedColumn(),
+                            console=self.console)
+        try:
+            with progress:
+                bar = progress.add_task("train", total=cfg.steps, completed=self.start,
+                                        algo=cfg.algo, reward=0.0, loss=0.0)
+                for step in range(self.start, cfg.steps):
+                    row = self.train_step(step)
+                    if cfg.eval_every and (step + 1) % cfg.eval_every == 0:
+                        row.update(self.evaluate(step))
+                    row["time"] = datetime.now().isoformat(timespec="seconds")
+                    self._log(row)
+                    if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+                        save_checkpoint(self.run_dir, step, self.policy, self.opt)
+                    progress.update(bar, advance=1, reward=row["reward_mean"],
+                                    loss=row.get("loss", 0.0))
+        finally:
+            self.pool.close()
+            if self.tb is not None:
+                self.tb.close()
+        return self.run_dir
