@@ -40,8 +40,9 @@ test: setup ## run the test suite (unit + integration against real Docker)
 bench: setup ## algorithms side by side (quick tier)
 	@echo "make bench: not yet — the benchmark lands with the bench issue (#7)."
 
-task: ## scaffold a new task: make task NAME=my-task
-	@echo "make task: not yet — the task scaffold lands with the task-suite issue (#6)."
+task: venv ## scaffold a new task: make task NAME=my-task
+	@test -n "$(NAME)" || { echo "usage: make task NAME=my-task"; exit 2; }
+	@$(TC) tasks new $(NAME)
 
 graph: venv ## draw a trial's dependency graph: make graph TRIAL=runs/.../attempt-0 [FORMAT=svg]
 	@test -n "$(TRIAL)" || { echo "usage: make graph TRIAL=runs/<run>/<task>/attempt-0 [FORMAT=svg|png|html|dot]"; exit 2; }

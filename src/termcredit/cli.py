@@ -251,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--run", help="remove this run id's containers, owner alive or not")
     g.add_argument("--all", action="store_true", help="remove every termcredit container")
     g.set_defaults(func=_cmd_gc)
+    from .tasks.cli import add_tasks_parser
+
+    add_tasks_parser(sub)
     return p
 
 

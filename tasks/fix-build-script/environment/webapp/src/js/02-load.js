@@ -1,0 +1,1 @@
+function load() { return fetch(api); }

@@ -1,0 +1,7 @@
+import sys
+
+from .render import render
+
+
+def main():
+    print(render(sys.argv[1]))
