@@ -39,8 +39,9 @@ def slow_path() -> Iterator[None]:
 
 
 # --- the complete-call line -------------------------------------------------------------
-# Argument pieces. Control characters and spaces never start or end a plain piece, so each
-# argument is exactly what split_top returns after its .strip() (for ASCII text).
+# Argument pieces. Outside quotes and annotations an argument holds no bracket, comma,
+# backslash, control or non-ASCII character, and spaces only between pieces: so the
+# arguments are exactly the parts split_top cuts at top-level commas, after its .strip().
 _Q = r'"[^"\\\n]*+"(?:\.\.\.)?+'  # no escapes: its text is its value
 _A = r"<[^<>\n]*+>"  # as decode.TOKEN / decode._FD / lines._RET take an annotation
 _P = r'[^"<>\[\]{}(),\\\x00-\x20\x7f-\U0010ffff]++'
@@ -64,8 +65,8 @@ _RET = (
     r"(?:<(?P<ann>[^<>\n]*)>)?(?P<deleted>\s*\(deleted\))?"
     r"(?:\s+(?P<errno>E[A-Z0-9_]+))?"
 )
-# `PID TS ` exactly as lines._PREFIX splits it when the body starts with a name.
-_PREFIX = r"([0-9]{1,10}) +([0-9]{1,20}(?:\.[0-9]{1,9})?) (?=[A-Za-z_])"
+# `PID TS ` exactly as lines._PREFIX (re.A) splits it when one space ends it.
+_PREFIX = r"([0-9]{1,10}) +([0-9]{1,20}(?:\.[0-9]{1,9})?) (?=\S)"
 PREFIX = re.compile(_PREFIX, re.A)
 # Every line of a text as (pid, ts, body) when PREFIX matches it, else ("", "", line); `.`
 # and `$` stop at `\n` only, so the rows are text.split("\n").
@@ -89,20 +90,26 @@ def body_args(groups: tuple[str | None, ...]) -> tuple[str, ...]:
 
 # --- records ------------------------------------------------------------------------
 def slot_builder(cls: type) -> Callable[..., Any]:
-    """build(*values): a `cls` instance from all its dataclass fields, in order, as the frozen
-    dataclass __init__ makes it but with the slots set directly (no object.__setattr__ per
-    field, no defaults: every value is given). Generated straight-line, as dataclasses does."""
-    if "__slots__" not in cls.__dict__:
-        raise TypeError(f"{cls.__name__} is not a slots dataclass")
+    """build(*values): a `cls` instance from all its dataclass fields, in order (no defaults).
+
+    The frozen dataclass __init__ sets each field through object.__setattr__, a call per
+    field. Here the fields are stored plainly into a twin class with the same slots, and the
+    finished object then becomes a `cls` (`__class__` assignment between identical slot
+    layouts), as if __init__ had made it. Generated straight-line, as dataclasses does."""
     names = tuple(cls.__dataclass_fields__)  # type: ignore[attr-defined]
-    env: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = [f"def build({', '.join(names)}):", "    obj = _new(_cls)"]
-    for i, name in enumerate(names):
-        env[f"_set{i}"] = getattr(cls, name).__set__  # the slot's member descriptor
-        lines.append(f"    _set{i}(obj, {name})")
-    lines.append("    return obj")
-    exec("\n".join(lines), env)  # noqa: S102 - names are the class's own field identifiers
-    return env["build"]  # type: ignore[no-any-return]
+    if cls.__dict__.get("__slots__") != names or cls.__bases__ != (object,):
+        raise TypeError(f"{cls.__name__}: not a plain slots dataclass")
+    twin = type(f"_{cls.__name__}Twin", (), {"__slots__": names})
+    env: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_cls": cls}
+    lines = [f"def build({', '.join(names)}):", "    obj = _new(_twin)"]
+    lines += [f"    obj.{name} = {name}" for name in names]
+    lines += ["    obj.__class__ = _cls", "    return obj"]
+    exec("\n".join(lines), env)  # noqa: S102 - the names are the class's own field names
+    build: Callable[..., Any] = env["build"]
+    probe = build(*names)  # fails here, at import, if the layouts were not the same
+    if type(probe) is not cls or any(getattr(probe, name) != name for name in names):
+        raise TypeError(f"{cls.__name__}: slot_builder does not work for it")
+    return build
 
 
 # --- memo tables ------------------------------------------------------------------------

@@ -91,24 +91,22 @@ class LineParser:
     _pending: dict[int, _Pending] = field(default_factory=dict)
 
     def feed(self, line: str, line_no: int) -> Record | None:
-        if fast.ENABLED and (m := _FAST_PREFIX(line)) is not None:
-            rec = self._fast(m.group(1), m.group(2), line[m.end() :], line_no)
-            if rec is not None:
-                return rec
+        if fast.ENABLED and not line.endswith(("\r", "\n")) and (m := _FAST_PREFIX(line)):
+            return self._fast(m.group(1), m.group(2), line[m.end() :], line_no)
         return self._feed(line, line_no)
 
-    def _fast(self, pid_text: str, ts_text: str, body: str, line_no: int) -> Syscall | None:
-        """_feed's record for a line `PID TS body` when the body is a complete call in
-        fast.BODY's shape; None (nothing counted) for any other."""
+    def _fast(self, pid_text: str, ts_text: str, body: str, line_no: int) -> Record | None:
+        """_feed for a line `PID TS body` already split by fast.PREFIX (nothing to strip): a
+        complete call in fast.BODY's shape straight from its memo, any other body as usual."""
         hit = _fast_body(body)
-        if not hit:
-            return None
         pid = int(pid_text)
         stats = self.stats
+        stats.lines += 1
+        if not hit:
+            return self._count(self._body(pid, float(ts_text), body, line_no))
         if pid in self._pending:  # as in _body: the pending call will never resume
             stats.unfinished_dropped += 1
             del self._pending[pid]
-        stats.lines += 1
         stats.syscalls += 1
         name, args, ret, ret_path, errno, deleted = hit  # type: ignore[misc]
         return _new_syscall(  # type: ignore[no-any-return]
@@ -128,7 +126,9 @@ class LineParser:
         pid = int(m.group(1))
         ts = float(m.group(2)) if m.group(2) is not None else None
         body = m.group(3)
-        rec = self._body(pid, ts, body, line_no)
+        return self._count(self._body(pid, ts, body, line_no))
+
+    def _count(self, rec: Record | None) -> Record | None:
         if isinstance(rec, Syscall):
             self.stats.syscalls += 1
         elif isinstance(rec, Exit):
@@ -252,7 +252,7 @@ _new_syscall = fast.slot_builder(Syscall)
 def _fast_body(body: str) -> tuple | bool:
     """(name, args, ret, ret_path, errno, ret_deleted) as _call finds them in a complete call
     of fast.BODY's shape; False for any other body."""
-    if body.endswith((_UNFINISHED, "\r", "\n")):  # _feed: rstrip(), then a pending call
+    if body.endswith((_UNFINISHED, "\r", "\n")):  # a pending call; _feed strips \r\n first
         return False
     m = fast.BODY.match(body)
     if m is None:
@@ -279,15 +279,17 @@ def iter_records(text: str, parser: LineParser | None = None) -> Iterator[Record
     \\x1c, \\x85, U+2028 ... which may occur in a decoded trace."""
     parser = parser if parser is not None else LineParser()
     lines = text.split("\n")
-    rows = fast.ROWS.findall(text) if fast.ENABLED else []
+    rows = fast.ROWS.findall(text) if fast.ENABLED else []  # (pid, ts, body) of each line
+    aligned = len(rows) == len(lines)  # always, when on
     if lines and lines[-1] == "":
         lines.pop()  # the trailing newline does not start another line
-    if len(rows) >= len(lines) > 0:  # the fast path on, and its rows line up (they do)
+    if aligned:
         fast_call, feed = parser._fast, parser._feed
-        for line_no, (pid_text, ts_text, body) in enumerate(rows[: len(lines)]):
-            rec = fast_call(pid_text, ts_text, body, line_no) if pid_text else None
-            if rec is None:
-                rec = feed(lines[line_no], line_no)
+        for line_no, ((pid_text, ts_text, body), line) in enumerate(zip(rows, lines)):
+            if pid_text and not body.endswith("\r"):
+                rec = fast_call(pid_text, ts_text, body, line_no)
+            else:
+                rec = feed(line, line_no)
             if rec is not None:
                 yield rec
     else:

@@ -20,7 +20,8 @@ class TrainConfig:
     group_size: int = 4
     steps: int = 10
     lr: float = 1e-4
-    seed: int = 0
+    seed: int = 0  # sampling and data order
+    model_seed: int = 0  # which tiny/micro build to start from (the same for every RL seed)
     device: str = "cpu"  # cpu | cuda | auto
     out: str | None = None
     teacher: str | None = None  # OPD teacher: a policy with the same tokenizer

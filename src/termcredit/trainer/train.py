@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .. import estimators
-from ..records import Trajectory
+from ..records import Trajectory, save_json
 from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
 from ..tasks import Task, find_tasks
 from ..tasks.build import build_image
@@ -50,10 +50,10 @@ class Trainer:
         self.tasks: list[Task] = find_tasks(cfg.tasks)
         ckpt = latest_checkpoint(run_dir) if resume else None
         self.policy = load_policy(str(ckpt / "model") if ckpt else cfg.model, device=cfg.device,
-                                  seed=cfg.seed)
+                                  seed=cfg.model_seed)
         self.layout = self.policy.chat()
         self.loss_cfg = LossConfig(**cfg.loss)
-        self.ref = (load_policy(cfg.model, device=cfg.device, seed=cfg.seed)
+        self.ref = (load_policy(cfg.model, device=cfg.device, seed=cfg.model_seed)
                     if self.loss_cfg.kl_coef else None)
         parts = cfg.algo.split("+")
         if "opd" in parts and not cfg.teacher:
@@ -131,6 +131,7 @@ class Trainer:
             for t in group:
                 tok = t.tokens
                 tok.teacher_logprobs = self.teacher.score([tok.token_ids], [tok.loss_mask])[0]
+                save_json(t, Path(t.trial_dir) / "trajectory.json")
         res = self.estimator(group)
         t2 = time.monotonic()
         rewards = [t.verifier.reward if t.verifier else 0.0 for t in group]
