@@ -32,6 +32,7 @@ class TrainConfig:
     micro_batch: int = 4
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
+    recompute_old_logprobs: bool = False  # True: re-score old log-probs before the update
     dynamic_sampling: bool = False  # DAPO: skip groups whose rewards are all equal
     estimator: dict[str, Any] = field(default_factory=dict)  # settings for estimators.build
     loss: dict[str, Any] = field(default_factory=dict)  # LossConfig fields

@@ -2,9 +2,9 @@
 
 Each step: one task (round robin), one instance, G episodes from the same initial state; the
 estimator from the registry turns the group into per-token advantages; the loss updates the
-weights. Old log-probs are recomputed with the current weights before the update (so the PPO
-ratio starts at exactly 1 and only the sampler's numerics differ from the behaviour log-probs,
-which are kept in the trajectories). Everything lands in the run directory:
+weights. One update per rollout batch, so the behaviour log-probs recorded at sampling time are
+the old log-probs (prime-rl / ART style; `recompute_old_logprobs = true` re-scores them with a
+no-grad forward instead, at the cost of one more forward). Everything lands in the run directory:
 config.toml, metrics.jsonl, tb/ (TensorBoard), checkpoints/, rollouts/step-N/<task>/g<k>/.
 """
 
@@ -29,8 +29,9 @@ from ..tasks import Task, find_tasks
 from ..tasks.build import build_image
 from .checkpoint import latest_checkpoint, load_state, save_checkpoint
 from .config import TrainConfig, dump_config
-from .loss import LossConfig, LossInputs, global_counts, policy_loss
-from .policy import load_policy, pad_batch
+from .loss import LossConfig
+from .policy import load_policy
+from .update import ppo_update
 from .rollout import rollout_group
 
 
@@ -160,36 +161,14 @@ class Trainer:
         cfg, pol = self.cfg, self.policy
         seqs = [t.tokens.token_ids for t in group]
         masks = [t.tokens.loss_mask for t in group]
-        old = pol.score(seqs, masks)
+        # behaviour log-probs are of the tempered distribution: only at temperature 1 are they
+        # the policy's own old log-probs
+        tempered = cfg.rollout_config().temperature != 1.0
+        old = (pol.score(seqs, masks) if cfg.recompute_old_logprobs or tempered
+               else [t.tokens.logprobs for t in group])
         ref = self.ref.score(seqs, masks) if self.ref is not None else None
-        n_tok, n_seq = global_counts(torch.tensor(m, dtype=torch.float32)[None] for m in masks)
-        pol.model.train()
-        self.opt.zero_grad(set_to_none=True)
-        metrics: dict[str, float] = {}
-        total = 0.0
-        for lo in range(0, len(seqs), cfg.micro_batch):
-            idx = range(lo, min(lo + cfg.micro_batch, len(seqs)))
-            dev = pol.device
-            ids, attn = pad_batch([seqs[i] for i in idx], pol.pad_id, device=dev)
-            pad = lambda rows: pad_batch(rows, 0.0, dtype=torch.float32, device=dev)[0]  # noqa: E731
-            logp = pol.forward_logprobs(ids, attn)
-            out = policy_loss(LossInputs(
-                logprobs=logp, old_logprobs=pad([old[i] for i in idx]),
-                advantages=pad([advantages[i] for i in idx]),
-                loss_mask=pad([masks[i] for i in idx]),
-                ref_logprobs=pad([ref[i] for i in idx]) if ref is not None else None,
-                global_tokens=n_tok, global_seqs=n_seq), self.loss_cfg)
-            out.loss.backward()
-            total += float(out.loss.detach())
-            w = out.metrics.get("n_tokens", 0.0) / max(n_tok, 1.0)
-            for k, v in out.metrics.items():
-                if k != "n_tokens":
-                    metrics[k] = metrics.get(k, 0.0) + w * v
-        grad_norm = torch.nn.utils.clip_grad_norm_(pol.model.parameters(), cfg.max_grad_norm)
-        self.opt.step()
-        pol.model.eval()
-        return {"loss": total, "grad_norm": float(grad_norm), "kl": metrics.get("approx_kl", 0.0),
-                **{f"loss/{k}": v for k, v in metrics.items()}}
+        return ppo_update(pol, self.opt, seqs, masks, advantages, old, ref, self.loss_cfg,
+                          micro_batch=cfg.micro_batch, max_grad_norm=cfg.max_grad_norm)
 
     def evaluate(self, step: int) -> dict[str, float]:
         """Greedy pass@1 on held-out instances (parametrised tasks) of every task."""
