@@ -37,8 +37,8 @@ setup: venv system docker base ## everything: venv, deps, system tools, Docker e
 test: setup ## run the test suite (unit + integration against real Docker)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-bench: setup ## algorithms side by side (quick tier)
-	@echo "make bench: not yet — the benchmark lands with the bench issue (#7)."
+bench: setup ## algorithms side by side (quick tier; TIER=full for more seeds/steps/tasks)
+	$(TC) bench --tier $(or $(TIER),quick)
 
 task: venv ## scaffold a new task: make task NAME=my-task
 	@test -n "$(NAME)" || { echo "usage: make task NAME=my-task"; exit 2; }

@@ -141,6 +141,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench.protocol import bench_config, run_bench
+
+    cfg = bench_config(args.tier, model=args.model, algos=args.algo, seeds=args.seed,
+                       steps=args.steps, device=args.device)
+    out = run_bench(cfg, Path(args.out) if args.out else None, console)
+    print(out)
+    return 0
+
+
 def _cmd_gc(args: argparse.Namespace) -> int:
     from .sandbox import docker_client, gc
 
@@ -245,6 +255,21 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--resume", metavar="DIR", help="continue a killed run from its last "
                     "checkpoint")
     tr.set_defaults(func=_cmd_train)
+
+    b = sub.add_parser("bench", help="all algorithms side by side, with a report",
+                       description="Train grpo, gigpo, adastep, depgpo, opd and depgpo+opd from "
+                       "one warm-started checkpoint with identical budgets and seeds; evaluate on "
+                       "held-out instances; write runs/bench-<stamp>/ (summary.json, curves.png, "
+                       "report.html, REPORT.md) and runs/bench-latest.")
+    b.add_argument("--tier", default="quick", choices=["quick", "full", "micro"],
+                   help="quick (default; ~20-30 min on 2 cores), full (GPU-ready), micro (smoke)")
+    b.add_argument("--model", help="policy to warm-start (default tiny): smollm2-135m or a dir")
+    b.add_argument("--algo", action="append", help="only these algorithms (repeatable)")
+    b.add_argument("--seed", action="append", type=int, help="seeds (repeatable)")
+    b.add_argument("--steps", type=int, help="updates per run")
+    b.add_argument("--device", help="cpu | cuda | auto")
+    b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
+    b.set_defaults(func=_cmd_bench)
 
     g = sub.add_parser("gc", help="remove containers left by dead runs",
                        description="Remove termcredit containers whose owning process is gone.")

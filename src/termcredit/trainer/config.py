@@ -27,6 +27,7 @@ class TrainConfig:
     teacher: str | None = None  # OPD teacher: a policy with the same tokenizer
     train_instances: int = 8  # instance seeds 0..n-1 (parametrised tasks)
     eval_every: int = 0  # 0: no periodic evaluation
+    eval_at_start: bool = False  # also evaluate before the first update (logged as step -1)
     eval_instances: list[int] = field(default_factory=lambda: [1000, 1001])
     checkpoint_every: int = 1
     micro_batch: int = 4

@@ -116,7 +116,8 @@ class Trainer:
         if temperature is not None:
             rcfg.temperature = temperature
         self.policy.model.eval()
-        out = self.run_dir / where / f"step-{step:06d}" / f"{task.name}-i{instance}"
+        label = f"step-{step:06d}" if step >= 0 else "step-start"
+        out = self.run_dir / where / label / f"{task.name}-i{instance}"
         return rollout_group(self.policy, self.layout, task, self.image(task, instance),
                              self.pool, group_size, out, rcfg, instance=instance,
                              policy_version=step, seed=self.cfg.seed * 100003 + step)
@@ -172,12 +173,14 @@ class Trainer:
 
     def evaluate(self, step: int) -> dict[str, float]:
         """Greedy pass@1 on held-out instances (parametrised tasks) of every task."""
+        t0 = time.monotonic()
         successes = []
         for task in self.tasks:
             for inst in (self.cfg.eval_instances if task.parametrized else [0]):
                 traj = self.rollout(task, inst, step, 1, temperature=0.0, where="eval")[0]
                 successes.append(float(traj.verifier is not None and traj.verifier.reward >= 1))
-        return {"eval/success": _mean(successes), "eval/episodes": float(len(successes))}
+        return {"eval/success": _mean(successes), "eval/episodes": float(len(successes)),
+                "time/eval_s": time.monotonic() - t0}
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> Path:
@@ -190,6 +193,9 @@ class Trainer:
             with progress:
                 bar = progress.add_task("train", total=cfg.steps, completed=self.start,
                                         algo=cfg.algo, reward=0.0, loss=0.0)
+                if self.start == 0 and cfg.eval_every and cfg.eval_at_start:
+                    self._log({"step": -1, **self.evaluate(-1),
+                               "time": datetime.now().isoformat(timespec="seconds")})
                 for step in range(self.start, cfg.steps):
                     row = self.train_step(step)
                     if cfg.eval_every and (step + 1) % cfg.eval_every == 0:

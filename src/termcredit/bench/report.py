@@ -1,0 +1,216 @@
+"""The bench report: summary.json, curves.png, report.html and REPORT.md in the bench dir."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import platform
+import statistics
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
+CREDIT_STATS = {
+    "zero_credit_step_frac": "estimator/zero_credit_step_frac",
+    "fallback_rate": "estimator/fallback_rate",
+    "zero_advantage_group": "zero_advantage_group",
+    "singleton_anchor_ratio": "estimator/singleton_anchor_ratio",
+}
+
+
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] \
+        if path.is_file() else []
+
+
+def _curve(rows: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    """(updates done, eval success): step -1 is before any update."""
+    return [(r["step"] + 1, r["eval/success"]) for r in rows if "eval/success" in r]
+
+
+def _auc(curve: list[tuple[int, float]]) -> float:
+    if len(curve) < 2:
+        return curve[0][1] if curve else 0.0
+    area = sum((x1 - x0) * (y0 + y1) / 2 for (x0, y0), (x1, y1) in zip(curve, curve[1:]))
+    return area / (curve[-1][0] - curve[0][0])
+
+
+def _ms(xs: list[float]) -> tuple[float, float]:
+    return (statistics.mean(xs), statistics.pstdev(xs)) if xs else (0.0, 0.0)
+
+
+def summarize(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for algo in algos:
+        curves, finals, aucs, times, stats = [], [], [], {k: 0.0 for k in KEYS_TIME}, {}
+        for seed in seeds:
+            rows = _rows(out / algo.replace("+", "_plus_") / f"seed-{seed}")
+            curve = _curve(rows)
+            if not curve:
+                continue
+            curves.append(curve)
+            finals.append(curve[-1][1])
+            aucs.append(_auc(curve))
+            for r in rows:
+                for k in KEYS_TIME:
+                    times[k] += r.get(k, 0.0)
+            for name, key in CREDIT_STATS.items():
+                vals = [r[key] for r in rows if key in r]
+                if vals:
+                    stats.setdefault(name, []).extend(vals)
+        mean_curve = [(x, statistics.mean(c[i][1] for c in curves))
+                      for i, (x, _) in enumerate(curves[0])] if curves else []
+        result[algo] = {
+            "final_success_mean": _ms(finals)[0], "final_success_std": _ms(finals)[1],
+            "auc_mean": _ms(aucs)[0], "auc_std": _ms(aucs)[1], "seeds": len(curves),
+            "curve": mean_curve, "curves": curves,
+            "time_s": {k.split("/")[1]: v for k, v in times.items()},
+            "credit_stats": {k: statistics.mean(v) for k, v in stats.items()},
+        }
+    grpo_final = result.get("grpo", {}).get("final_success_mean")
+    for algo, r in result.items():
+        hit = next((x for x, y in r["curve"] if grpo_final is not None and y >= grpo_final
+                    and y > 0), None)
+        r["updates_to_grpo_final"] = hit
+    return result
+
+
+def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    for algo, r in summary.items():
+        if not r["curve"]:
+            continue
+        xs = [x for x, _ in r["curve"]]
+        ys = [y for _, y in r["curve"]]
+        ax.plot(xs, ys, marker="o", label=algo, linewidth=2 if "depgpo" in algo else 1.3)
+        if len(r["curves"]) > 1:
+            sd = [statistics.pstdev(c[i][1] for c in r["curves"]) for i in range(len(xs))]
+            ax.fill_between(xs, [y - s for y, s in zip(ys, sd)], [y + s for y, s in zip(ys, sd)],
+                            alpha=0.15)
+    ax.set_xlabel("updates")
+    ax.set_ylabel("held-out success (greedy pass@1)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _hardware() -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    return f"{os.cpu_count()} CPU cores ({cpu}), GPU: {gpu}, torch {torch.__version__}"
+
+
+def _graphs(out: Path, tasks: list[str]) -> dict[str, str]:
+    """One DepGPO graph picture (svg) per task, from a successful DepGPO trajectory."""
+    from ..depgpo.render import render
+    from ..depgpo.report import analyse_trial
+
+    pics: dict[str, str] = {}
+    for traj_file in sorted((out / "depgpo").glob("seed-*/rollouts/*/*/*/trajectory.json")):
+        data = json.loads(traj_file.read_text())
+        task = data["task"]
+        if task in pics or not data.get("verifier") or data["verifier"]["reward"] < 1:
+            continue
+        try:
+            pics[task] = render(analyse_trial(traj_file.parent).graph.graph, "svg",
+                                title=f"{task}: a successful DepGPO rollout").decode()
+        except Exception as exc:  # no graphviz here: say so in the report
+            pics[task] = f"<p>(graph not drawn: {html.escape(str(exc))})</p>"
+    return {t: pics[t] for t in sorted(pics)}
+
+
+def write_report(out: Path, cfg: Any, *, warm_seconds: float = 0.0) -> dict[str, Any]:
+    summary = summarize(out, cfg.algos, cfg.seeds)
+    hardware = _hardware()
+    doc = {"config": asdict(cfg), "hardware": hardware, "warm_start_s": warm_seconds,
+           "seeds": cfg.seeds, "algorithms": summary}
+    (out / "summary.json").write_text(json.dumps(doc, indent=2))
+    _plot(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})")
+    md = _markdown(doc, cfg)
+    (out / "REPORT.md").write_text(md)
+    (out / "report.html").write_text(_html(doc, md, _graphs(out, [Path(t).name for t in cfg.tasks])))
+    return doc
+
+
+def _table(doc: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for algo, r in doc["algorithms"].items():
+        t = r["time_s"]
+        rows.append([algo, f"{r['final_success_mean']:.3f} ± {r['final_success_std']:.3f}",
+                     f"{r['auc_mean']:.3f}", str(r["updates_to_grpo_final"]),
+                     f"{t['rollout_s']:.0f} / {t['credit_s']:.1f} / {t['update_s']:.0f} / "
+                     f"{t['eval_s']:.0f}",
+                     ", ".join(f"{k} {v:.2f}" for k, v in r["credit_stats"].items())])
+    return rows
+
+
+def _markdown(doc: dict[str, Any], cfg: Any) -> str:
+    head = ["algorithm", "final held-out success (mean ± std)", "AUC", "updates to GRPO final",
+            "time s: rollout / credit / update / eval", "credit statistics"]
+    lines = ["# termcredit bench report", "",
+             f"Tier **{cfg.tier}**, policy `{cfg.model}`, tasks: "
+             + ", ".join(Path(t).name for t in cfg.tasks) + ".",
+             f"Seeds {cfg.seeds}; {cfg.steps} updates of {cfg.group_size} episodes each; "
+             f"evaluation every {cfg.eval_every} updates on held-out instances "
+             f"{cfg.eval_instances} (greedy pass@1). Same starting checkpoint, same budgets, "
+             "no per-algorithm tuning.", f"Hardware: {doc['hardware']}.", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in _table(doc)]
+    algos = doc["algorithms"]
+    dep = algos.get("depgpo")
+    lines += ["", "## Where DepGPO does not win"]
+    if dep:
+        worse = [a for a, r in algos.items() if a != "depgpo" and
+                 (r["final_success_mean"] >= dep["final_success_mean"] or
+                  r["auc_mean"] >= dep["auc_mean"])]
+        lines.append("DepGPO is matched or beaten (final success or AUC) by: "
+                     + (", ".join(worse) if worse else "none of the baselines in this run") + ".")
+    if len(cfg.seeds) < 3:
+        lines.append(f"With {len(cfg.seeds)} seed(s) and {cfg.steps} updates, differences of a "
+                     "few episodes are within noise: this tier checks that the protocol runs and "
+                     "shows tendencies; use `--tier full` for claims.")
+    lines += ["", "Repeatability: sampling, data order and initial weights are seeded and the "
+              "CPU kernels are deterministic, so the same command on the same machine gives the "
+              "same numbers unless a command hits its wall-clock timeout differently.",
+              "", "![curves](curves.png)", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _html(doc: dict[str, Any], md: str, graphs: dict[str, str]) -> str:
+    head = ["algorithm", "final success", "AUC", "updates to GRPO final",
+            "time s (rollout/credit/update/eval)", "credit statistics"]
+    table = "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+        for row in _table(doc)) + "</table>"
+    notes = "".join(f"<p>{html.escape(ln)}</p>" for ln in md.split("## Where DepGPO does not win")
+                    [-1].splitlines() if ln.strip() and not ln.startswith("!["))
+    pics = "".join(f"<h3>{html.escape(t)}</h3>{svg}" for t, svg in graphs.items()) or \
+        "<p>No successful DepGPO rollout to draw.</p>"
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>termcredit bench</title>"
+            "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:"
+            "collapse}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}svg{max-width:"
+            "100%;height:auto}</style></head><body><h1>termcredit bench</h1>"
+            f"<p>{html.escape(doc['hardware'])}</p>{table}<h2>Learning curves</h2>"
+            "<img src='curves.png' alt='success vs updates'><h2>Where DepGPO does not win</h2>"
+            f"{notes}<h2>Dependency graphs</h2>{pics}</body></html>")
