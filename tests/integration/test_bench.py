@@ -1,0 +1,35 @@
+"""The whole bench protocol on a micro budget: warm start, teacher, every algorithm, report."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.docker
+REPO = Path(__file__).resolve().parents[2]
+ALGOS = ["grpo", "gigpo", "adastep", "depgpo", "opd", "depgpo+opd"]
+
+
+def test_micro_bench_writes_the_report(tmp_path, base_ref):
+    out = tmp_path / "bench-micro"
+    proc = subprocess.run([sys.executable, "-m", "termcredit.cli", "bench", "--tier", "micro",
+                           "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["algorithms"]) == set(ALGOS)
+    for algo, r in summary["algorithms"].items():
+        assert r["seeds"] == 1, algo
+        assert [x for x, _ in r["curve"]] == [0, 2]  # before training, after 2 updates
+        assert set(r["time_s"]) == {"rollout_s", "credit_s", "update_s", "eval_s"}
+        assert "zero_advantage_group" in r["credit_stats"]
+    assert "singleton_anchor_ratio" in summary["algorithms"]["gigpo"]["credit_stats"]
+    assert "fallback_rate" in summary["algorithms"]["depgpo"]["credit_stats"]
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (out / "REPORT.md").read_text()
+    assert "| depgpo |" in report and "Where DepGPO does not win" in report
+    assert "<table>" in (out / "report.html").read_text()
+    assert (tmp_path / "bench-latest").resolve() == out.resolve()
+    # the same starting weights for everyone: the start checkpoint is shared, not per algorithm
+    assert (out / "start" / "config.json").is_file() and (out / "teacher" / "config.json").is_file()
