@@ -48,8 +48,9 @@ graph: venv ## draw a trial's dependency graph: make graph TRIAL=runs/.../attemp
 	@test -n "$(TRIAL)" || { echo "usage: make graph TRIAL=runs/<run>/<task>/attempt-0 [FORMAT=svg|png|html|dot]"; exit 2; }
 	@$(TC) graph "$(TRIAL)" --format $(or $(FORMAT),svg)
 
-view: ## static HTML viewer of a run: make view RUN=runs/...
-	@echo "make view: not yet — the viewer lands with the bench issue (#7)."
+view: venv ## static HTML viewer of a run: make view RUN=runs/... [SERVE=1] [PORT=8765]
+	@test -n "$(RUN)" || { echo "usage: make view RUN=runs/<run> [SERVE=1] [PORT=8765]"; exit 2; }
+	@$(TC) view "$(RUN)" $(if $(SERVE),--serve --port $(or $(PORT),8765))
 
 clean: ## remove runs/, caches and every termcredit container
 	-@test -x $(TC) && $(TC) gc --all

@@ -279,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .tasks.cli import add_tasks_parser
 
     add_tasks_parser(sub)
+    from .bench.view_cli import add_view_parser
+
+    add_view_parser(sub)
     return p
 
 
