@@ -120,6 +120,11 @@ class Trajectory:
     termination: str = ""  # done | max_turns | agent_timeout | error | ...
     tokens: TokenLayout | None = None  # set when a policy produced the actions
     trial_dir: str | None = None  # where its trace/, content/ and verifier/ live
+
+    def written_paths(self) -> set[str]:
+        """Task files the agent's steps wrote (the verifier's runner-file rule needs them)."""
+        return {p for s in self.steps if s.command and s.command.accesses
+                for p in s.command.accesses.written}
     info: dict[str, Any] = field(default_factory=dict)
 
 

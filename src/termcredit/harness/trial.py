@@ -47,10 +47,8 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
             traj.termination = "agent_timeout"
         env.finalize()
         save_json(traj, trial_dir / "trajectory.json")  # agent part is safe before verifying
-        agent_written = {p for s in traj.steps if s.command and s.command.accesses
-                         for p in s.command.accesses.written}
-        traj.verifier = run_verifier(sandbox, task, trial_dir, agent_written=agent_written,
-                                     instance=instance)
+        traj.verifier = run_verifier(sandbox, task, trial_dir,
+                                     agent_written=traj.written_paths(), instance=instance)
         error = traj.verifier.error
         save_json(traj, trial_dir / "trajectory.json")
         write_graph_json(trial_dir)  # the dependency graph, credit on its command nodes

@@ -146,11 +146,9 @@ def _act(e: _Episode, text: str, action: Action, sample: Any, cfg: RolloutConfig
 
 def _verify(e: _Episode, task: Task, instance: int) -> None:
     e.env.finalize()
-    written = {p for s in e.traj.steps if s.command and s.command.accesses
-               for p in s.command.accesses.written}
     try:
-        e.traj.verifier = run_verifier(e.sandbox, task, e.trial_dir, agent_written=written,
-                                       instance=instance)
+        e.traj.verifier = run_verifier(e.sandbox, task, e.trial_dir,
+                                       agent_written=e.traj.written_paths(), instance=instance)
     except Exception as exc:  # a verifier crash is a failed episode, not a failed run
         from ..records import VerifierReport
 
