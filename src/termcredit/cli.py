@@ -145,7 +145,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench.protocol import bench_config, run_bench
 
     cfg = bench_config(args.tier, model=args.model, algos=args.algo, seeds=args.seed,
-                       steps=args.steps, device=args.device)
+                       steps=args.steps, lr=args.lr, device=args.device)
     out = run_bench(cfg, Path(args.out) if args.out else None, console)
     print(out)
     return 0
@@ -267,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--algo", action="append", help="only these algorithms (repeatable)")
     b.add_argument("--seed", action="append", type=int, help="seeds (repeatable)")
     b.add_argument("--steps", type=int, help="updates per run")
+    b.add_argument("--lr", type=float, help="learning rate (the same for every algorithm)")
     b.add_argument("--device", help="cpu | cuda | auto")
     b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
     b.set_defaults(func=_cmd_bench)

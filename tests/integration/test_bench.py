@@ -33,3 +33,26 @@ def test_micro_bench_writes_the_report(tmp_path, base_ref):
     assert (tmp_path / "bench-latest").resolve() == out.resolve()
     # the same starting weights for everyone: the start checkpoint is shared, not per algorithm
     assert (out / "start" / "config.json").is_file() and (out / "teacher" / "config.json").is_file()
+
+
+def _metrics(out: Path) -> dict[str, list[dict]]:
+    """Every run's metrics without the wall-clock fields."""
+    result = {}
+    for f in sorted(out.glob("*/seed-0/metrics.jsonl")):
+        result[f.parts[-3]] = [{k: v for k, v in json.loads(ln).items()
+                                if not k.startswith("time")} for ln in f.read_text().splitlines()]
+    return result
+
+
+def test_same_seed_same_numbers(tmp_path, base_ref):
+    """Repeatability: the same bench twice on the same machine gives the same metrics."""
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        proc = subprocess.run([sys.executable, "-m", "termcredit.cli", "bench", "--tier",
+                               "micro", "--algo", "depgpo", "--algo", "gigpo", "--out", str(out)],
+                              cwd=REPO, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        outs.append(_metrics(out))
+    assert set(outs[0]) == {"depgpo", "gigpo"}
+    assert outs[0] == outs[1]
