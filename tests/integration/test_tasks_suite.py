@@ -23,7 +23,7 @@ TASK_DIRS = sorted(d for d in SUITE.iterdir() if (d / "task.toml").is_file())
 
 
 def tasks_cli(*args: str, timeout: float = 540) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "termcredit.tasks.cli", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "termcredit.cli", "tasks", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,13 +1,11 @@
 """`termcredit tasks list|check|new|import`: thin argparse layer over the tasks package.
 
-The main CLI adds the verb with ``add_tasks_parser(sub)``; ``python -m termcredit.tasks.cli
-check tasks/`` runs the same sub-verbs on their own.
+The main CLI adds the verb with ``add_tasks_parser(sub)`` and handles its errors.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -130,24 +128,3 @@ def add_tasks_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
                               description="Work with task folders: list, check, new, import.")
     add_subverbs(p)
     return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    from ..sandbox import EngineError, ImageBuildError
-    from .model import TaskError
-
-    p = argparse.ArgumentParser(prog="termcredit tasks",
-                                description="Work with task folders: list, check, new, import.")
-    add_subverbs(p)
-    args = p.parse_args(argv)
-    try:
-        return args.func(args)
-    except (TaskError, ImageBuildError, EngineError, FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return 2
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())
