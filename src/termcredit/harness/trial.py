@@ -6,6 +6,8 @@ import time
 import traceback
 from pathlib import Path
 
+from ..depgpo import analyse
+from ..depgpo.load import facts_from_trajectory
 from ..depgpo.report import write_graph_json
 from ..records import Trajectory, TrialResult, save_json
 from ..sandbox import SandboxPool, SandboxSpec
@@ -50,8 +52,8 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         traj.verifier = run_verifier(sandbox, task, trial_dir,
                                      agent_written=traj.written_paths(), instance=instance)
         error = traj.verifier.error
-        save_json(traj, trial_dir / "trajectory.json")
-        write_graph_json(trial_dir)  # the dependency graph, credit on its command nodes
+        # the dependency graph, credit on its command nodes, from the trajectory in memory
+        write_graph_json(trial_dir, analyse(facts_from_trajectory(traj)))
     except Exception as exc:  # recorded per trial; the run goes on
         traj.termination = traj.termination or "error"
         error = f"{type(exc).__name__}: {exc}"
