@@ -249,7 +249,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--seed", type=int, help="seed (default 0)")
     tr.add_argument("--device", help="cpu | cuda | auto (default cpu)")
     tr.add_argument("--teacher", help="OPD teacher policy (same tokenizer)")
-    tr.add_argument("--eval-every", type=int, help="greedy held-out evaluation every N steps")
+    tr.add_argument("--eval-every", type=int,
+                    help="held-out evaluation every N steps (greedy pass@1 unless the config "
+                         "sets eval_samples / eval_temperature)")
     tr.add_argument("--config", help="TOML file with TrainConfig fields")
     tr.add_argument("--out", help="run directory (default runs/<stamp>-train-<algo>)")
     tr.add_argument("--resume", metavar="DIR", help="continue a killed run from its last "

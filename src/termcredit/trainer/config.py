@@ -29,6 +29,8 @@ class TrainConfig:
     eval_every: int = 0  # 0: no periodic evaluation
     eval_at_start: bool = False  # also evaluate before the first update (logged as step -1)
     eval_instances: list[int] = field(default_factory=lambda: [1000, 1001])
+    eval_samples: int = 1  # episodes per held-out instance
+    eval_temperature: float = 0.0  # 0: greedy pass@1; 1: success of the sampling policy
     checkpoint_every: int = 1
     micro_batch: int = 4
     max_grad_norm: float = 1.0

@@ -313,6 +313,9 @@ def load_policy(source: str | os.PathLike = "tiny", *, device: str | torch.devic
     ``device="auto"`` picks cuda when available; dtype defaults to bfloat16 on CUDA, else fp32."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # per-shard bars would bury our own progress display
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -35,6 +35,9 @@ from .update import ppo_update
 from .rollout import rollout_group
 
 
+EVAL_SEED_OFFSET = 7919  # evaluation samples never share a seed with that step's rollouts
+
+
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
@@ -111,7 +114,8 @@ class Trainer:
 
     # ------------------------------------------------------------------ one step
     def rollout(self, task: Task, instance: int, step: int, group_size: int, *,
-                temperature: float | None = None, where: str = "rollouts") -> list[Trajectory]:
+                temperature: float | None = None, where: str = "rollouts",
+                seed_offset: int = 0) -> list[Trajectory]:
         rcfg = self.cfg.rollout_config()
         if temperature is not None:
             rcfg.temperature = temperature
@@ -120,7 +124,8 @@ class Trainer:
         out = self.run_dir / where / label / f"{task.name}-i{instance}"
         return rollout_group(self.policy, self.layout, task, self.image(task, instance),
                              self.pool, group_size, out, rcfg, instance=instance,
-                             policy_version=step, seed=self.cfg.seed * 100003 + step)
+                             policy_version=step,
+                             seed=self.cfg.seed * 100003 + step + seed_offset)
 
     def train_step(self, step: int) -> dict[str, Any]:
         cfg = self.cfg
@@ -172,13 +177,17 @@ class Trainer:
                           micro_batch=cfg.micro_batch, max_grad_norm=cfg.max_grad_norm)
 
     def evaluate(self, step: int) -> dict[str, float]:
-        """Greedy pass@1 on held-out instances (parametrised tasks) of every task."""
-        t0 = time.monotonic()
+        """Success on held-out instances (parametrised tasks) of every task: greedy pass@1 by
+        default, or the mean over ``eval_samples`` episodes at ``eval_temperature``."""
+        cfg, t0 = self.cfg, time.monotonic()
         successes = []
         for task in self.tasks:
-            for inst in (self.cfg.eval_instances if task.parametrized else [0]):
-                traj = self.rollout(task, inst, step, 1, temperature=0.0, where="eval")[0]
-                successes.append(float(traj.verifier is not None and traj.verifier.reward >= 1))
+            for inst in (cfg.eval_instances if task.parametrized else [0]):
+                group = self.rollout(task, inst, step, cfg.eval_samples,
+                                     temperature=cfg.eval_temperature, where="eval",
+                                     seed_offset=EVAL_SEED_OFFSET)
+                successes += [float(t.verifier is not None and t.verifier.reward >= 1)
+                              for t in group]
         return {"eval/success": _mean(successes), "eval/episodes": float(len(successes)),
                 "time/eval_s": time.monotonic() - t0}
 
