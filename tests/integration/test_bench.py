@@ -24,11 +24,16 @@ def test_micro_bench_writes_the_report(tmp_path, base_ref):
         assert [x for x, _ in r["curve"]] == [0, 2]  # before training, after 2 updates
         assert set(r["time_s"]) == {"rollout_s", "credit_s", "update_s", "eval_s"}
         assert "zero_advantage_group" in r["credit_stats"]
+    # the start is evaluated once and shared: every curve begins at the same point
+    assert len({r["curve"][0][1] for r in summary["algorithms"].values()}) == 1
+    assert summary["warm_start_s"] > 0 and summary["start_eval_s"] > 0
+    assert "updates_ratio_grpo_over_depgpo" in summary and summary["updates_ratio_note"]
     assert "singleton_anchor_ratio" in summary["algorithms"]["gigpo"]["credit_stats"]
     assert "fallback_rate" in summary["algorithms"]["depgpo"]["credit_stats"]
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = (out / "REPORT.md").read_text()
     assert "| depgpo |" in report and "Where DepGPO does not win" in report
+    assert "GRPO ÷ DepGPO" in report and "Wall time" in report
     assert "<table>" in (out / "report.html").read_text()
     assert (tmp_path / "bench-latest").resolve() == out.resolve()
     # the same starting weights for everyone: the start checkpoint is shared, not per algorithm

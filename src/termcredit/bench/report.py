@@ -78,7 +78,31 @@ def summarize(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
     return result
 
 
-def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
+def threshold_ratio(summary: dict[str, Any]) -> tuple[float | None, str]:
+    """GRPO's updates to reach its own final success, divided by DepGPO's updates to reach it:
+    > 1 means DepGPO got there sooner. Undefined (None, with the reason) when GRPO ends no
+    higher than where every algorithm started, or when DepGPO never reaches that level."""
+    grpo, dep = summary.get("grpo"), summary.get("depgpo")
+    if not grpo or not dep or not grpo["curve"]:
+        return None, "needs both grpo and depgpo in the run"
+    start = grpo["curve"][0][1]
+    if grpo["final_success_mean"] <= start:
+        return None, (f"GRPO ended at {grpo['final_success_mean']:.3f}, no higher than the "
+                      f"start ({start:.3f}): there is no improvement to reach")
+    g, d = grpo["updates_to_grpo_final"], dep["updates_to_grpo_final"]
+    if d is None:
+        return None, "DepGPO never reached GRPO's final success"
+    return g / d, f"GRPO needs {g} updates, DepGPO {d}"
+
+
+def eval_kind(cfg: Any) -> str:
+    samples, temp = getattr(cfg, "eval_samples", 1), getattr(cfg, "eval_temperature", 0.0)
+    if temp == 0:
+        return "greedy pass@1"
+    return f"success over {samples} samples per instance at temperature {temp:g}"
+
+
+def _plot(summary: dict[str, Any], path: Path, title: str, ylabel: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,7 +120,7 @@ def _plot(summary: dict[str, Any], path: Path, title: str) -> None:
             ax.fill_between(xs, [y - s for y, s in zip(ys, sd)], [y + s for y, s in zip(ys, sd)],
                             alpha=0.15)
     ax.set_xlabel("updates")
-    ax.set_ylabel("held-out success (greedy pass@1)")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -140,13 +164,27 @@ def _graphs(out: Path, tasks: list[str]) -> dict[str, str]:
     return {t: pics[t] for t in sorted(pics)}
 
 
-def write_report(out: Path, cfg: Any, *, warm_seconds: float = 0.0) -> dict[str, Any]:
+def _shared_seconds(out: Path) -> dict[str, float]:
+    """Work done once for all algorithms: the SFT checkpoints and the start evaluation(s)."""
+    def total(pattern: str, key: str) -> float:
+        return sum(json.loads(f.read_text()).get(key, 0.0) for f in out.glob(pattern))
+
+    return {"warm_start_s": total("*/sft.json", "seconds"),
+            "start_eval_s": total("start/eval-seed-*.json", "time/eval_s")}
+
+
+def write_report(out: Path, cfg: Any) -> dict[str, Any]:
     summary = summarize(out, cfg.algos, cfg.seeds)
     hardware = _hardware()
-    doc = {"config": asdict(cfg), "hardware": hardware, "warm_start_s": warm_seconds,
-           "seeds": cfg.seeds, "algorithms": summary}
+    ratio, why = threshold_ratio(summary)
+    doc = {"config": asdict(cfg), "hardware": hardware, **_shared_seconds(out),
+           "seeds": cfg.seeds, "evaluation": eval_kind(cfg), "algorithms": summary,
+           "updates_ratio_grpo_over_depgpo": ratio, "updates_ratio_note": why,
+           "time_total_s": {k.split("/")[1]: sum(r["time_s"][k.split("/")[1]]
+                                                 for r in summary.values()) for k in KEYS_TIME}}
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
-    _plot(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})")
+    _plot(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})",
+          "held-out success" + ("" if eval_kind(cfg) == "greedy pass@1" else " (sampled)"))
     md = _markdown(doc, cfg)
     (out / "REPORT.md").write_text(md)
     (out / "report.html").write_text(_html(doc, md, _graphs(out, [Path(t).name for t in cfg.tasks])))
@@ -172,12 +210,23 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
              f"Tier **{cfg.tier}**, policy `{cfg.model}`, tasks: "
              + ", ".join(Path(t).name for t in cfg.tasks) + ".",
              f"Seeds {cfg.seeds}; {cfg.steps} updates of {cfg.group_size} episodes each; "
-             f"evaluation every {cfg.eval_every} updates on held-out instances "
-             f"{cfg.eval_instances} (greedy pass@1). Same starting checkpoint, same budgets, "
+             f"learning rate {cfg.lr:g} for every algorithm; evaluation before training and every "
+             f"{cfg.eval_every} updates on held-out instances {cfg.eval_instances} "
+             f"({doc['evaluation']}). Same starting checkpoint, same budgets, "
              "no per-algorithm tuning.", f"Hardware: {doc['hardware']}.", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in _table(doc)]
     algos = doc["algorithms"]
+    ratio = doc["updates_ratio_grpo_over_depgpo"]
+    tt = doc["time_total_s"]
+    lines += ["", "Updates to reach GRPO's final success, GRPO ÷ DepGPO: "
+              + (f"**{ratio:.2f}**" if ratio is not None else "**undefined**")
+              + f" ({doc['updates_ratio_note']}).",
+              "", f"Wall time: warm start (SFT of the start and teacher checkpoints) "
+              f"{doc['warm_start_s']:.0f} s, shared start evaluation {doc['start_eval_s']:.0f} s; "
+              f"over all runs rollout {tt['rollout_s']:.0f} s, "
+              f"credit {tt['credit_s']:.1f} s, update {tt['update_s']:.0f} s, "
+              f"evaluation {tt['eval_s']:.0f} s."]
     dep = algos.get("depgpo")
     lines += ["", "## Where DepGPO does not win"]
     if dep:
