@@ -24,6 +24,11 @@ def test_micro_bench_writes_the_report(tmp_path, base_ref):
         assert [x for x, _ in r["curve"]] == [0, 2]  # before training, after 2 updates
         assert set(r["time_s"]) == {"rollout_s", "credit_s", "update_s", "eval_s"}
         assert "zero_advantage_group" in r["credit_stats"]
+    # sampled evaluation: eval_samples (2 in micro) episodes per held-out instance; hello-world
+    # is not parametrised, so one instance
+    rows = [json.loads(ln) for ln in (out / "grpo" / "seed-0" / "metrics.jsonl").read_text()
+            .splitlines()]
+    assert [r["eval/episodes"] for r in rows if "eval/success" in r] == [2.0, 2.0]
     # the start is evaluated once and shared: every curve begins at the same point
     assert len({r["curve"][0][1] for r in summary["algorithms"].values()}) == 1
     assert summary["warm_start_s"] > 0 and summary["start_eval_s"] > 0
