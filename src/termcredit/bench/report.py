@@ -109,12 +109,16 @@ def _plot(summary: dict[str, Any], path: Path, title: str, ylabel: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    for algo, r in summary.items():
+    # curves often coincide (same start, shared evaluation seeds): distinct markers and dashes
+    # keep every algorithm visible where lines overlap
+    styles = zip("osD^vP*X", ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1))] * 2)
+    for (algo, r), (marker, dash) in zip(summary.items(), styles):
         if not r["curve"]:
             continue
         xs = [x for x, _ in r["curve"]]
         ys = [y for _, y in r["curve"]]
-        ax.plot(xs, ys, marker="o", label=algo, linewidth=2 if "depgpo" in algo else 1.3)
+        ax.plot(xs, ys, marker=marker, linestyle=dash, label=algo, markersize=7, alpha=0.85,
+                markerfacecolor="none", linewidth=2 if "depgpo" in algo else 1.3)
         if len(r["curves"]) > 1:
             sd = [statistics.pstdev(c[i][1] for c in r["curves"]) for i in range(len(xs))]
             ax.fill_between(xs, [y - s for y, s in zip(ys, sd)], [y + s for y, s in zip(ys, sd)],
@@ -235,6 +239,11 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
                   r["auc_mean"] >= dep["auc_mean"])]
         lines.append("DepGPO is matched or beaten (final success or AUC) by: "
                      + (", ".join(worse) if worse else "none of the baselines in this run") + ".")
+    if getattr(cfg, "eval_temperature", 0.0):
+        lines.append("Evaluation episodes use the same sampling seeds for every algorithm (a "
+                     "paired comparison): where two policies still sample the same actions, "
+                     "their points coincide, and a gap of one episode is the smallest "
+                     "difference the table can show.")
     if len(cfg.seeds) < 3:
         lines.append(f"With {len(cfg.seeds)} seed(s) and {cfg.steps} updates, differences of a "
                      "few episodes are within noise: this tier checks that the protocol runs and "
