@@ -248,9 +248,13 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
         lines.append(f"With {len(cfg.seeds)} seed(s) and {cfg.steps} updates, differences of a "
                      "few episodes are within noise: this tier checks that the protocol runs and "
                      "shows tendencies; use `--tier full` for claims.")
-    lines += ["", "Repeatability: sampling, data order and initial weights are seeded and the "
-              "CPU kernels are deterministic, so the same command on the same machine gives the "
-              "same numbers unless a command hits its wall-clock timeout differently.",
+    lines += ["", "Repeatability: sampling, data order, initial weights and evaluation are "
+              "seeded and the CPU kernels are deterministic, so the same command on the same "
+              "machine gives the same numbers as long as every observation is the same. Real "
+              "commands can break that: a command that hits its wall-clock timeout at a "
+              "different point, or a pipeline whose stages write to the shared stderr in a "
+              "different order, changes an observation, and from there that episode samples "
+              "other tokens.",
               "", "![curves](curves.png)", ""]
     return "\n".join(lines) + "\n"
 
