@@ -198,9 +198,9 @@ def write_report(out: Path, cfg: Any) -> dict[str, Any]:
 def _table(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
     for algo, r in doc["algorithms"].items():
-        t = r["time_s"]
+        t, hit = r["time_s"], r["updates_to_grpo_final"]
         rows.append([algo, f"{r['final_success_mean']:.3f} ± {r['final_success_std']:.3f}",
-                     f"{r['auc_mean']:.3f}", str(r["updates_to_grpo_final"]),
+                     f"{r['auc_mean']:.3f}", "never" if hit is None else str(hit),
                      f"{t['rollout_s']:.0f} / {t['credit_s']:.1f} / {t['update_s']:.0f} / "
                      f"{t['eval_s']:.0f}",
                      ", ".join(f"{k} {v:.2f}" for k, v in r["credit_stats"].items())])
