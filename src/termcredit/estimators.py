@@ -68,11 +68,21 @@ def _settings_for(cls: Callable[..., Estimator], settings: dict[str, Any]) -> di
     return {k: v for k, v in settings.items() if k in params}
 
 
+def spec_parts(spec: str) -> list[str]:
+    """The estimator names in ``"depgpo"`` or a sum such as ``"depgpo + opd"``."""
+    return [p.strip() for p in spec.split("+") if p.strip()]
+
+
+def needs_teacher(spec: str) -> bool:
+    """Whether the spec distils (OPD scores the sampled tokens with a teacher policy)."""
+    return "opd" in spec_parts(spec)
+
+
 def build(spec: str, **settings: Any) -> Estimator:
     """``"depgpo"`` or a sum such as ``"depgpo+opd"``; settings go to every part that takes
     them, and a setting no part takes is an error."""
     _load_all()
-    parts = [p.strip() for p in spec.split("+") if p.strip()]
+    parts = spec_parts(spec)
     unknown = [p for p in parts if p not in REGISTRY]
     if not parts or unknown:
         raise ValueError(f"unknown estimator {spec!r}: choose from {', '.join(names())} "

@@ -122,3 +122,9 @@ def test_composition_sums_and_errors():
         estimators.build("grpo+nope")
     with pytest.raises(ValueError, match="takes no setting"):
         estimators.build("grpo", beta=3)
+
+
+def test_needs_teacher_reads_the_spec_as_build_does():
+    assert estimators.spec_parts(" depgpo + opd ") == ["depgpo", "opd"]
+    assert estimators.needs_teacher("depgpo+opd") and estimators.needs_teacher("opd")
+    assert not estimators.needs_teacher("grpo") and not estimators.needs_teacher("depgpo+gigpo")

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from rich.console import Console
 
+from ..estimators import needs_teacher
 from ..tasks import find_tasks
 from ..trainer.config import TrainConfig
 from ..trainer.policy import load_policy
@@ -113,7 +114,7 @@ def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | Non
     noisy = [d for t in tasks for d in noisy_demos(t, rng)]
     start = _sft_checkpoint(cfg, out / "start", noisy, cfg.warm_steps, console)
     teacher = None
-    if any("opd" in a.split("+") for a in cfg.algos):
+    if any(needs_teacher(a) for a in cfg.algos):
         clean = [d for t in tasks for d in clean_demos(t)]
         teacher = _sft_checkpoint(cfg, out / "teacher", clean, cfg.teacher_steps, console)
     return start, teacher
@@ -124,7 +125,7 @@ def _train_config(cfg: BenchConfig, algo: str, seed: int, start: str,
     return TrainConfig(
         algo=algo, model=start, tasks=list(cfg.tasks), group_size=cfg.group_size,
         steps=cfg.steps, lr=cfg.lr, seed=seed, device=cfg.device,
-        teacher=teacher if "opd" in algo.split("+") else None,
+        teacher=teacher if needs_teacher(algo) else None,
         eval_every=cfg.eval_every, eval_instances=list(cfg.eval_instances),
         eval_samples=cfg.eval_samples, eval_temperature=cfg.eval_temperature,
         eval_at_start=False, checkpoint_every=cfg.steps, rollout=dict(cfg.rollout))
@@ -142,7 +143,7 @@ def _start_eval(cfg: BenchConfig, out: Path, seed: int, start: str,
             row = {"step": -1, **trainer.evaluate(-1),
                    "time": datetime.now().isoformat(timespec="seconds")}
         finally:
-            trainer.pool.close()
+            trainer.close()
         path.write_text(json.dumps(row))
         console.print(f"[dim]start: held-out success {row['eval/success']:.3f} (seed {seed})")
     return json.loads(path.read_text())

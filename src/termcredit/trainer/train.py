@@ -59,8 +59,7 @@ class Trainer:
         self.loss_cfg = LossConfig(**cfg.loss)
         self.ref = (load_policy(cfg.model, device=cfg.device, seed=cfg.model_seed)
                     if self.loss_cfg.kl_coef else None)
-        parts = cfg.algo.split("+")
-        if "opd" in parts and not cfg.teacher:
+        if estimators.needs_teacher(cfg.algo) and not cfg.teacher:
             raise ValueError("algo 'opd' needs a teacher policy (--teacher)")
         self.teacher = load_policy(cfg.teacher, device=cfg.device) if cfg.teacher else None
         self.estimator = estimators.build(cfg.algo, **cfg.estimator)
@@ -216,7 +215,11 @@ class Trainer:
                     progress.update(bar, advance=1, reward=row["reward_mean"],
                                     loss=row.get("loss", 0.0))
         finally:
-            self.pool.close()
-            if self.tb is not None:
-                self.tb.close()
+            self.close()
         return self.run_dir
+
+    def close(self) -> None:
+        """Remove the pool's containers and flush TensorBoard (run() does this itself)."""
+        self.pool.close()
+        if self.tb is not None:
+            self.tb.close()
