@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
+TIME_NAMES = tuple(k.split("/")[1] for k in KEYS_TIME)  # rollout_s, ... in summary.json
 CREDIT_STATS = {
     "zero_credit_step_frac": "estimator/zero_credit_step_frac",
     "fallback_rate": "estimator/fallback_rate",
@@ -67,7 +68,7 @@ def summarize(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
             "final_success_mean": _ms(finals)[0], "final_success_std": _ms(finals)[1],
             "auc_mean": _ms(aucs)[0], "auc_std": _ms(aucs)[1], "seeds": len(curves),
             "curve": mean_curve, "curves": curves,
-            "time_s": {k.split("/")[1]: v for k, v in times.items()},
+            "time_s": dict(zip(TIME_NAMES, times.values())),
             "credit_stats": {k: statistics.mean(v) for k, v in stats.items()},
         }
     grpo_final = result.get("grpo", {}).get("final_success_mean")
@@ -96,10 +97,10 @@ def threshold_ratio(summary: dict[str, Any]) -> tuple[float | None, str]:
 
 
 def eval_kind(cfg: Any) -> str:
-    samples, temp = getattr(cfg, "eval_samples", 1), getattr(cfg, "eval_temperature", 0.0)
-    if temp == 0:
+    if cfg.eval_temperature == 0:
         return "greedy pass@1"
-    return f"success over {samples} samples per instance at temperature {temp:g}"
+    return (f"success over {cfg.eval_samples} samples per instance at temperature "
+            f"{cfg.eval_temperature:g}")
 
 
 def _plot(summary: dict[str, Any], path: Path, title: str, ylabel: str) -> None:
@@ -184,11 +185,11 @@ def write_report(out: Path, cfg: Any) -> dict[str, Any]:
     doc = {"config": asdict(cfg), "hardware": hardware, **_shared_seconds(out),
            "seeds": cfg.seeds, "evaluation": eval_kind(cfg), "algorithms": summary,
            "updates_ratio_grpo_over_depgpo": ratio, "updates_ratio_note": why,
-           "time_total_s": {k.split("/")[1]: sum(r["time_s"][k.split("/")[1]]
-                                                 for r in summary.values()) for k in KEYS_TIME}}
+           "time_total_s": {k: sum(r["time_s"][k] for r in summary.values())
+                            for k in TIME_NAMES}}
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
     _plot(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})",
-          "held-out success" + ("" if eval_kind(cfg) == "greedy pass@1" else " (sampled)"))
+          "held-out success" + (" (sampled)" if cfg.eval_temperature else ""))
     md = _markdown(doc, cfg)
     (out / "REPORT.md").write_text(md)
     (out / "report.html").write_text(_html(doc, md, _graphs(out, [Path(t).name for t in cfg.tasks])))
@@ -239,7 +240,7 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
                   r["auc_mean"] >= dep["auc_mean"])]
         lines.append("DepGPO is matched or beaten (final success or AUC) by: "
                      + (", ".join(worse) if worse else "none of the baselines in this run") + ".")
-    if getattr(cfg, "eval_temperature", 0.0):
+    if cfg.eval_temperature:
         lines.append("Evaluation episodes use the same sampling seeds for every algorithm (a "
                      "paired comparison): where two policies still sample the same actions, "
                      "their points coincide, and a gap of one episode is the smallest "
