@@ -51,6 +51,8 @@ class CommandRecord:
     trace_file: str | None = None  # relative to the trial dir, once written
     accesses: Accesses | None = None  # from the tracer
     files: list["FileState"] = field(default_factory=list)  # content check after the command
+    end_token: str = ""  # the secret of this command's end marker (markers without it are forged)
+    integrity: list[str] = field(default_factory=list)  # tampering seen in this step's trace
 
 
 ShellResult = CommandRecord
@@ -97,6 +99,11 @@ class VerifierReport:
     trace_file: str | None = None
     error: str | None = None
     resources: list[str] = field(default_factory=list)  # cleaned verifier-inspected paths
+    # provenance audit: toolchain files the verifier ran or loaded that an agent process made
+    suspect: bool = False
+    suspect_files: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+    tampering: list[str] = field(default_factory=list)  # agent writes during verification
+    on_suspect: str | None = None  # the task's [verifier] on_suspect (None: caller's default)
 
 
 @dataclass
@@ -121,11 +128,17 @@ class Trajectory:
     tokens: TokenLayout | None = None  # set when a policy produced the actions
     trial_dir: str | None = None  # where its trace/, content/ and verifier/ live
 
+    @property
+    def flagged(self) -> bool:
+        """Tampering was recorded in this episode (see ``integrity``)."""
+        return bool(self.integrity)
+
     def written_paths(self) -> set[str]:
         """Task files the agent's steps wrote (the verifier's runner-file rule needs them)."""
         return {p for s in self.steps if s.command and s.command.accesses
                 for p in s.command.accesses.written}
     info: dict[str, Any] = field(default_factory=dict)
+    integrity: list[str] = field(default_factory=list)  # episode-level tampering reasons
 
 
 @dataclass
@@ -137,6 +150,8 @@ class TrialResult:
     attempt: int = 0
     duration_s: float = 0.0
     n_steps: int = 0
+    suspect: bool = False  # the verifier ran toolchain files the agent made (see VerifierReport)
+    integrity: list[str] = field(default_factory=list)  # tampering recorded in the episode
 
 
 # ---------------------------------------------------------------- JSON round trip
