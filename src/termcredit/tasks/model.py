@@ -37,6 +37,10 @@ class Task:
     verifier_env: dict[str, str] = field(default_factory=dict)
     solution_env: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # [verifier] provenance settings (DESIGN.md, "Threat model"; tasks/audit.py)
+    agent_processes: str = "keep"  # kill: stop every agent process before verification
+    on_suspect: str | None = None  # zero | flag; None: the caller's default
+    agent_may_modify: list[str] = field(default_factory=list)  # absolute path globs
 
     @property
     def environment_dir(self) -> Path:
@@ -74,10 +78,13 @@ _FIELDS: dict[tuple[str, str], tuple[str, tuple[type, ...], str]] = {
     ("environment", "env"): ("env", (dict,), "strmap"),
     ("verifier", "env"): ("verifier_env", (dict,), "strmap"),
     ("solution", "env"): ("solution_env", (dict,), "strmap"),
+    ("verifier", "agent_processes"): ("agent_processes", (str,), "one of: keep kill"),
+    ("verifier", "on_suspect"): ("on_suspect", (str,), "one of: zero flag"),
+    ("verifier", "agent_may_modify"): ("agent_may_modify", (list,), "absolute globs"),
     ("metadata", ""): ("metadata", (dict,), "any"),
 }
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
-               dict: "a table"}
+               dict: "a table", list: "a list"}
 
 
 def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: str) -> Any:
@@ -89,6 +96,18 @@ def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: s
         raise TaskError(file, f"must be greater than 0, got {value!r}", dotted)
     if rule == "nonempty" and not value.strip():
         raise TaskError(file, "must not be empty", dotted)
+    if rule.startswith("one of: "):
+        choices = rule.removeprefix("one of: ").split()
+        if value not in choices:
+            want = " or ".join(f'"{c}"' for c in choices)
+            raise TaskError(file, f"must be {want}, got {value!r}", dotted)
+    if rule == "absolute globs":
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or not item.startswith("/"):
+                raise TaskError(file, "must be an absolute path glob (a string starting with "
+                                f"'/', e.g. \"/usr/local/lib/python3*/site-packages/**\"), "
+                                f"got {item!r}", f"{dotted}[{i}]")
+        value = list(value)
     if rule == "strmap":
         for k, v in value.items():
             if not isinstance(v, (str, int, float, bool)):

@@ -62,6 +62,18 @@ timeout_sec = 300               # the agent's whole episode
 
 [verifier]
 timeout_sec = 60                # tests/test.sh
+# What happens to the agent's processes when the verifier runs: "kill" stops every one of them
+# first; "keep" (the default) leaves them running, traced, for tasks whose tests talk to a
+# service the agent started (a web server, a database).
+agent_processes = "kill"
+# The reward is "suspect" when the verifier executed or loaded a toolchain file (interpreter,
+# library, site-packages, .pth, conftest.py, pytest configuration, shell start-up file) that the
+# agent created or modified. on_suspect = "zero" gives such a trial reward 0, "flag" keeps the
+# reward and records the files; unset, the caller decides (training: zero, `termcredit run`: flag).
+# on_suspect = "flag"
+# Toolchain files the task's work is to change (absolute globs: `*` within one path component,
+# `**` across `/`); `termcredit tasks check` proposes these lines when the oracle's run is suspect.
+# agent_may_modify = ["/usr/local/lib/python3*/site-packages/**"]
 
 [environment]
 cpus = 1
