@@ -104,6 +104,7 @@ class VerifierReport:
     suspect_files: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
     tampering: list[str] = field(default_factory=list)  # agent writes during verification
     on_suspect: str | None = None  # the task's [verifier] on_suspect (None: caller's default)
+    notes: list[str] = field(default_factory=list)  # verifier logs skipped or cut when copied
 
 
 @dataclass

@@ -12,8 +12,8 @@ from ..depgpo.report import write_graph_json
 from ..records import Trajectory, TrialResult, save_json
 from ..sandbox import SandboxPool, SandboxSpec
 from ..tasks import Task
-from ..tasks.verifier import run_verifier
 from .agents import Agent, AgentEnv, AgentTimeout
+from .verify import verify_episode
 
 
 def task_spec(task: Task, image: str) -> SandboxSpec:
@@ -49,8 +49,7 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
             traj.termination = "agent_timeout"
         env.finalize()
         save_json(traj, trial_dir / "trajectory.json")  # agent part is safe before verifying
-        traj.verifier = run_verifier(sandbox, task, trial_dir,
-                                     agent_written=traj.written_paths(), instance=instance)
+        traj.verifier = verify_episode(sandbox, task, traj, trial_dir, instance=instance)
         error = traj.verifier.error
         # the dependency graph, credit on its command nodes, from the trajectory in memory
         write_graph_json(trial_dir, analyse(facts_from_trajectory(traj)))
@@ -63,8 +62,13 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         if sandbox is not None:
             pool.release(sandbox)
     reward = traj.verifier.reward if traj.verifier else 0.0
+    # `termcredit run` reports a suspect reward as it is, flagged, unless the task says zero
+    suspect = bool(traj.verifier and traj.verifier.suspect)
+    if suspect and traj.verifier and traj.verifier.on_suspect == "zero":
+        reward = 0.0
     result = TrialResult(task=task.name, reward=reward, trial_dir=str(trial_dir), error=error,
                          attempt=attempt, duration_s=time.monotonic() - t0,
-                         n_steps=len(traj.steps))
+                         n_steps=len(traj.steps), suspect=suspect,
+                         integrity=list(traj.integrity))
     save_json(result, trial_dir / "result.json")
     return result

@@ -11,12 +11,14 @@ from typing import Any
 
 from ..records import CommandRecord
 from .owner import LABEL_OWNER, LABEL_RUN, owner_token
-from .shell import TracedShell
+from .shell import ShimConnection, TracedShell
 
-# Docker's default set minus NET_RAW, MKNOD, SETFCAP, SETPCAP, SYS_CHROOT and AUDIT_WRITE:
-# enough for package installs, chown/chmod and kill, and tracing one's own children.
+# The agent's shell gets Docker's default set minus NET_RAW, MKNOD, SETFCAP, SETPCAP, SYS_CHROOT
+# and AUDIT_WRITE (enough for package installs, chown/chmod and kill; nsinit.py KEEP_CAPS).
+# SYS_ADMIN and SETPCAP exist only in the harness's processes: they make the namespaces that
+# hide the harness from the agent, then drop to that set before the shell starts.
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-                "NET_BIND_SERVICE"]
+                "NET_BIND_SERVICE", "SYS_ADMIN", "SETPCAP"]
 LOG_DIRS = ("/logs/agent", "/logs/verifier")
 _next_cpu = itertools.count()  # spread pinned sandboxes over the CPUs round robin
 
@@ -64,61 +66,44 @@ class Sandbox:
         self.id: str = self.container.id
         self.workdir = spec.workdir or self.container.attrs["Config"].get("WorkingDir") or "/"
         self.cpu = next(_next_cpu) if spec.pin_cpu else None
+        self.conn: ShimConnection | None = None
         self.shell: TracedShell | None = None
         try:
-            self.shell = self.open_shell()
+            # both sessions are made now, while nothing of the agent's has run in here yet
+            self.conn = ShimConnection(client.api, self.id, workdir=self.workdir, pin_cpu=self.cpu)
+            self.shell = TracedShell(self.conn, "agent")
+            self.shell.start(cwd=self.workdir)
+            self.verifier_shell = TracedShell(self.conn, "verifier")
         except Exception:
             self.remove()
             raise
-
-    def open_shell(self, workdir: str | None = None,
-                   env: dict[str, str] | None = None) -> TracedShell:
-        """A new traced shell in this container (the agent's, or a fresh one for the verifier)."""
-        return TracedShell(self.client.api, self.id, workdir=workdir or self.workdir, env=env,
-                           pin_cpu=self.cpu)
 
     def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> CommandRecord:
         assert self.shell is not None
         return self.shell.run(command, timeout=timeout, output_cap=output_cap)
 
+    def diff(self) -> dict[str, int]:
+        """docker diff: path -> kind (0 changed, 1 added, 2 deleted) against the image. It
+        comes from the container's writable layer, not from the trace, so it also holds changes
+        that no trace line names (a write through a hard link)."""
+        return {c["Path"]: c["Kind"] for c in (self.client.api.diff(self.id) or [])}
+
     def added_paths(self) -> set[str]:
-        """Paths added since the image was built (docker diff), to tell new files from old."""
-        return {c["Path"] for c in (self.client.api.diff(self.id) or []) if c["Kind"] == 1}
+        """Paths added since the image was built, to tell new files from old."""
+        return {path for path, kind in self.diff().items() if kind == 1}
 
     def put_dir(self, src: Path, dest: str) -> None:
-        """Copy a host folder's contents to ``dest`` in the container (created if missing)."""
+        """Copy a host folder's contents to absolute ``dest`` in the container (parents made).
+        Docker unpacks the archive itself: no program of the container runs."""
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(src), arcname=PurePosixPath(dest).name or ".")
-        parent = str(PurePosixPath(dest).parent)
-        self.container.exec_run(["mkdir", "-p", parent])
-        if not self.container.put_archive(parent, buf.getvalue()):
+            tar.add(str(src), arcname=str(PurePosixPath(dest)).lstrip("/") or ".")
+        if not self.container.put_archive("/", buf.getvalue()):
             raise RuntimeError(f"could not copy {src} to {dest} in sandbox {self.id[:12]}")
 
-    def get_dir(self, path: str, dest: Path) -> bool:
-        """Copy a container folder's contents into host folder ``dest``; False if absent."""
-        import docker.errors
-
-        try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound:
-            return False
-        data = b"".join(stream)
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            top = PurePosixPath(path).name
-            for member in tar.getmembers():
-                rel = PurePosixPath(member.name)
-                rel = PurePosixPath(*rel.parts[1:]) if rel.parts[:1] == (top,) else rel
-                if not member.isfile() or ".." in rel.parts or not rel.parts:
-                    continue
-                member.name = str(rel)
-                tar.extract(member, dest, filter="data")
-        return True
-
     def remove(self) -> None:
-        if self.shell is not None:
-            self.shell.close()
+        if self.conn is not None:
+            self.conn.close()
         try:
             self.container.remove(force=True)
         except Exception:  # already gone (gc, daemon restart): nothing left to clean

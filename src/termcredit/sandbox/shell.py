@@ -1,11 +1,19 @@
-"""Host side of the traced persistent shell: talks to ``shim.py`` over a ``docker exec`` socket."""
+"""Host side of the traced sessions: talks to ``shim.py`` over one ``docker exec`` socket.
+
+Everything that comes out of the container is untrusted: frame sizes are capped before they are
+read, every field is checked, file contents are accepted only when their hash matches, and no
+string from the container is ever used to build a host path here.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import secrets
 import socket
 import struct
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,15 +21,19 @@ from typing import Any
 
 from ..records import FileState, ShellResult
 
-SHIM_SOURCE = (Path(__file__).with_name("shim.py")).read_bytes()
+_HERE = Path(__file__).parent
+NSINIT_SOURCE = (_HERE / "nsinit.py").read_text()
+# shim_session's definitions first: shim.py's package import fails in the sandbox and uses them
+SHIM_SOURCE = ((_HERE / "shim_session.py").read_text() + "\n"
+               + (_HERE / "shim.py").read_text()).encode()
 # Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
 BOOTSTRAP = (
     "import os,sys\nn=int(sys.argv[1]);s=b''\nwhile len(s)<n:s+=os.read(0,n-len(s))\n"
     "exec(compile(s,'termcredit-shim','exec'),{'__name__':'__main__'})"
 )
 
-# Flags: reference/tracing.md §0. -y removes the fd table, -X raw makes flags bit tests,
-# --seccomp-bpf stops the tracee only on the lean syscall set below.
+# Flags: -y shows fds as paths, -X raw makes flags bit tests, --seccomp-bpf stops the tracee
+# only on the lean syscall set below.
 TRACED_SYSCALLS = (
     "open,openat,openat2,creat,rename,renameat,renameat2,unlink,unlinkat,rmdir,"
     "link,linkat,symlink,symlinkat,mkdir,mkdirat,mknod,mknodat,truncate,ftruncate,"
@@ -33,10 +45,15 @@ STRACE_ARGV = [
     "-s", "4096", "-e", f"trace={TRACED_SYSCALLS}", "-o",
 ]
 MARKER_ROOT = "/__termcredit__"
+SESSIONS = ("agent", "verifier")
+MAX_HEADER = 1 << 20  # bytes of JSON in one frame header
+MAX_TRACE = 1 << 30  # bytes of trace in one frame (the tracer's own bound comes later)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_KINDS = {"file", "dir", "symlink", "missing", "other", "unreadable"}
 
 
 class ShellError(RuntimeError):
-    """The traced shell could not be started or stopped answering."""
+    """The traced shell could not be started, stopped answering, or broke the protocol."""
 
 
 @dataclass
@@ -45,8 +62,15 @@ class _Frame:
     blobs: list[bytes]
 
 
+def _require(ok: bool, what: str) -> None:
+    if not ok:
+        raise ShellError(f"sandbox sent a malformed frame: {what}")
+
+
 class _DockerStream:
     """Demultiplexes a non-tty ``docker exec`` attach stream (8-byte frame headers)."""
+
+    STDERR_KEEP = 1 << 16
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
@@ -57,7 +81,11 @@ class _DockerStream:
         hdr = self._recv(8, deadline)
         kind, size = hdr[0], struct.unpack(">I", hdr[4:])[0]
         data = self._recv(size, deadline)
-        (self.stderr if kind == 2 else self.stdout).extend(data)
+        if kind == 2:
+            self.stderr.extend(data)
+            del self.stderr[: max(0, len(self.stderr) - self.STDERR_KEEP)]
+        else:
+            self.stdout.extend(data)
 
     def _recv(self, n: int, deadline: float) -> bytes:
         buf = bytearray()
@@ -68,11 +96,11 @@ class _DockerStream:
             self.sock.settimeout(left)
             chunk = self.sock.recv(min(n - len(buf), 1 << 20))
             if not chunk:
-                raise ShellError("sandbox shell closed its stream" + self._diag())
+                raise ShellError("sandbox shell closed its stream" + self.diag())
             buf += chunk
         return bytes(buf)
 
-    def _diag(self) -> str:
+    def diag(self) -> str:
         text = self.stderr.decode("utf-8", "replace").strip()
         return f": {text[-2000:]}" if text else ""
 
@@ -83,31 +111,39 @@ class _DockerStream:
         del self.stdout[:n]
         return data
 
-    def read_frame(self, deadline: float) -> _Frame:
+    def read_frame(self, deadline: float, max_blobs: int, max_total: int) -> _Frame:
         (n,) = struct.unpack(">I", self.read_stdout(4, deadline))
-        header = json.loads(self.read_stdout(n, deadline))
-        blobs = [self.read_stdout(size, deadline) for size in header.get("blobs", [])]
-        return _Frame(header, blobs)
+        _require(n <= MAX_HEADER, f"header of {n} bytes")
+        try:
+            header = json.loads(self.read_stdout(n, deadline))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ShellError(f"sandbox sent a malformed frame: {exc}") from exc
+        _require(isinstance(header, dict), "header is not an object")
+        sizes = header.get("blobs", [])
+        _require(isinstance(sizes, list) and len(sizes) <= max_blobs
+                 and all(type(s) is int and s >= 0 for s in sizes), "blob list")
+        _require(sum(sizes) <= max_total, f"{sum(sizes)} bytes of blobs (limit {max_total})")
+        return _Frame(header, [self.read_stdout(size, deadline) for size in sizes])
 
 
-class TracedShell:
-    """One persistent ``bash`` under ``strace -f`` inside a running container.
+def _reasons(value: Any) -> list[str]:
+    _require(isinstance(value, list) and len(value) <= 64
+             and all(isinstance(r, str) and len(r) <= 500 for r in value), "integrity")
+    return list(value)
 
-    ``pin_cpu`` (an index into the CPUs the container may use) pins strace and the shell to one
-    CPU: on small VMs ptrace stops that cross CPUs cost 2-4x more (reference/tracing.md §2).
 
-    ``run`` sends one command and returns its stdout, stderr, exit code, duration and the raw
-    strace lines from its start marker to its end marker. cwd, variables and functions carry
-    over between commands because they all run in the same shell (via ``eval``).
-    """
+class ShimConnection:
+    """One shim per sandbox, started while the container is pristine; it holds two traced
+    sessions, ``agent`` and ``verifier``, each in its own PID + mount namespace."""
 
     def __init__(self, api: Any, container_id: str, *, workdir: str | None = None,
                  env: dict[str, str] | None = None, pin_cpu: int | None = None,
-                 start_timeout: float = 30.0):
-        self.nonce = secrets.token_hex(8)
-        self.seq = 0
-        self.session_trace: list[str] = []
-        cfg = {"nonce": self.nonce, "strace": STRACE_ARGV, "cwd": workdir, "pin_cpu": pin_cpu}
+                 start_timeout: float = 60.0):
+        self.nonces = {name: secrets.token_hex(8) for name in SESSIONS}
+        self.lock = threading.Lock()
+        self.closed = False
+        cfg = {"sessions": {n: {"nonce": v} for n, v in self.nonces.items()},
+               "strace": STRACE_ARGV, "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
         exec_id = api.exec_create(
             container_id, ["python3", "-c", BOOTSTRAP, str(len(SHIM_SOURCE)), json.dumps(cfg)],
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,
@@ -118,79 +154,183 @@ class TracedShell:
         self._stream = _DockerStream(self._sock)
         self._sock.sendall(SHIM_SOURCE)
         try:
-            ready = self._stream.read_frame(time.monotonic() + start_timeout)
+            hello = self._stream.read_frame(time.monotonic() + start_timeout, len(SESSIONS),
+                                            MAX_TRACE)
         except (TimeoutError, ShellError) as exc:
             self.close()
             raise ShellError(f"traced shell did not start in {container_id[:12]}: {exc}") from exc
-        if not ready.header.get("alive"):
-            raise ShellError("strace/bash failed to start in the sandbox" + self._stream._diag())
-        self.session_trace.append(ready.blobs[0].decode("utf-8", "replace"))
-        self.closed = False
+        if hello.header.get("op") != "hello":
+            self.close()
+            raise ShellError("traced shell did not start in "
+                             f"{container_id[:12]}: {hello.header.get('error', hello.header)}"
+                             + self._stream.diag())
+        self.startup = {name: blob.decode("utf-8", "replace")
+                        for name, blob in zip(SESSIONS, hello.blobs)}
 
-    @property
-    def marker_dir(self) -> str:
-        return f"{MARKER_ROOT}/{self.nonce}"
-
-    def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> ShellResult:
-        self.seq += 1
-        req = {"op": "run", "seq": self.seq, "cmd": command, "timeout": timeout, "cap": output_cap}
-        self._send(req)
-        # the shim enforces `timeout`; ours only guards against a wedged shim
-        frame = self._stream.read_frame(time.monotonic() + timeout + 30)
-        h = frame.header
-        if h["op"] == "error":
-            raise ShellError(h["error"])
-        out, err, trace = frame.blobs
-        trace_text = trace.decode("utf-8", "replace")
-        self.session_trace.append(trace_text)
-        return ShellResult(
-            command=command,
-            seq=self.seq,
-            stdout=out.decode("utf-8", "replace"),
-            stderr=err.decode("utf-8", "replace"),
-            exit_code=int(h["exit_code"]),
-            duration_s=float(h["duration_s"]),
-            timed_out=bool(h["timed_out"]),
-            output_truncated=bool(h["stdout_dropped"] or h["stderr_dropped"]),
-            shell_restarted=bool(h["shell_restarted"]),
-            trace=trace_text,
-        )
-
-    def snapshot(self, paths: list[str], *, content_cap: int = 1 << 18) -> list[FileState]:
-        """Hash (and, for UTF-8 text up to ``content_cap`` bytes, keep) each path as it is now."""
-        self._send({"op": "snapshot", "paths": list(paths), "content_cap": content_cap})
-        frame = self._stream.read_frame(time.monotonic() + 60)
-        states = []
-        for entry, blob in zip(frame.header["entries"], frame.blobs):
-            known = {k: entry[k] for k in ("kind", "size", "sha256", "mode", "target", "text")
-                     if k in entry}
-            states.append(FileState(path=entry["path"], content=blob.decode() if blob else None,
-                                    **known))
-        return states
-
-    def finish(self, grace: float = 2.0) -> str:
-        """End the shell, letting background jobs run up to ``grace`` s; returns the trace
-        lines written after the last command (late writes of background jobs). ``snapshot``
-        still works afterwards; ``run`` does not."""
-        self._send({"op": "finish", "grace": grace})
-        frame = self._stream.read_frame(time.monotonic() + grace + 30)
-        tail = frame.blobs[0].decode("utf-8", "replace")
-        self.session_trace.append(tail)
-        return tail
-
-    def _send(self, req: dict[str, Any]) -> None:
-        raw = json.dumps(req).encode()
-        self._sock.sendall(struct.pack(">I", len(raw)) + raw)
+    def request(self, req: dict[str, Any], blobs: tuple[bytes, ...] = (), *, timeout: float,
+                max_blobs: int, max_total: int) -> _Frame:
+        raw = json.dumps({**req, "blobs": [len(b) for b in blobs]}).encode()
+        with self.lock:
+            if self.closed:
+                raise ShellError("the sandbox shell is closed")
+            self._sock.sendall(struct.pack(">I", len(raw)) + raw + b"".join(blobs))
+            frame = self._stream.read_frame(time.monotonic() + timeout, max_blobs, max_total)
+        if frame.header.get("op") == "error":
+            raise ShellError(str(frame.header.get("error"))[:2000])
+        return frame
 
     def close(self) -> None:
-        if getattr(self, "closed", False):
+        if self.closed:
             return
         self.closed = True
         try:
-            self._send({"op": "close"})
+            raw = json.dumps({"op": "close"}).encode()
+            self._sock.sendall(struct.pack(">I", len(raw)) + raw)
         except OSError:
             pass
         try:
             self._sock.close()
         except OSError:
             pass
+
+
+class TracedShell:
+    """One persistent ``bash`` under ``strace -f``, in its own namespaces, inside a container.
+
+    ``run`` sends one command and returns its stdout, stderr, exit code, duration and the raw
+    strace lines from its start marker to its end marker. cwd, variables and functions carry
+    over between commands because they all run in the same shell (via ``eval``).
+    """
+
+    def __init__(self, conn: ShimConnection, role: str):
+        self.conn, self.role = conn, role
+        self.nonce = conn.nonces[role]
+        self.seq = 0
+        self.session_trace: list[str] = [conn.startup[role]]
+        self.integrity: list[str] = []  # session-level reasons (outside any command)
+        self.started = False
+
+    @property
+    def marker_dir(self) -> str:
+        return f"{MARKER_ROOT}/{self.nonce}"
+
+    def _req(self, op: str, *, wait: float = 60.0, max_blobs: int = 1, limit: int = MAX_TRACE,
+             blobs: tuple[bytes, ...] = (), **fields: Any) -> _Frame:
+        """One request; the answer may hold at most ``max_blobs`` blobs of ``limit`` bytes."""
+        return self.conn.request({"op": op, "s": self.role, **fields}, blobs, timeout=wait,
+                                 max_blobs=max_blobs, max_total=limit)
+
+    def start(self, *, cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+        frame = self._req("start", cwd=cwd, env=env or {})
+        self.integrity += _reasons(frame.header.get("integrity", []))
+        self.session_trace.append(frame.blobs[0].decode("utf-8", "replace"))
+        if frame.header.get("alive") is not True:
+            raise ShellError(f"bash failed to start in the {self.role} session"
+                             + self.conn._stream.diag())
+        self.started = True
+
+    def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> ShellResult:
+        self.seq += 1
+        token = secrets.token_hex(8)
+        out_max = output_cap + 3 * 4096 + 128
+        # the shim enforces `timeout`; ours only guards against a wedged shim
+        frame = self._req("run", seq=self.seq, cmd=command, end=token, timeout=timeout,
+                          cap=output_cap, wait=timeout + 30, max_blobs=3,
+                          limit=2 * out_max + MAX_TRACE)
+        h = frame.header
+        _require(h.get("op") == "result" and h.get("seq") == self.seq and len(frame.blobs) == 3,
+                 "not this command's result")
+        _require(type(h.get("exit_code")) is int and isinstance(h.get("duration_s"), (int, float))
+                 and all(isinstance(h.get(k), bool) for k in ("timed_out", "shell_restarted")),
+                 "result fields")
+        out, err, trace = frame.blobs
+        _require(len(out) <= out_max and len(err) <= out_max, "output over its cap")
+        trace_text = trace.decode("utf-8", "replace")
+        self.session_trace.append(trace_text)
+        return ShellResult(
+            command=command, seq=self.seq,
+            stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+            exit_code=h["exit_code"], duration_s=float(h["duration_s"]),
+            timed_out=h["timed_out"],
+            output_truncated=bool(h.get("stdout_dropped") or h.get("stderr_dropped")),
+            shell_restarted=h["shell_restarted"], trace=trace_text, end_token=token,
+            integrity=_reasons(h.get("integrity", [])),
+        )
+
+    def snapshot(self, paths: list[str], *, content_cap: int = 1 << 18) -> list[FileState]:
+        """Hash (and, for UTF-8 text up to ``content_cap`` bytes, keep) each path as it is now."""
+        paths = list(paths)
+        frame = self._req("snapshot", paths=paths, content_cap=content_cap,
+                          max_blobs=len(paths), limit=len(paths) * (content_cap + 1))
+        entries = frame.header.get("entries")
+        _require(isinstance(entries, list) and len(entries) == len(paths)
+                 and len(frame.blobs) == len(paths), "snapshot entries")
+        return [_file_state(path, entry, blob, content_cap)
+                for path, entry, blob in zip(paths, entries, frame.blobs)]
+
+    def finish(self, grace: float = 2.0) -> str:
+        """End the shell and every process of its namespace (after up to ``grace`` s for them
+        to finish); returns the trace written after the last command."""
+        return self._end("finish", grace)
+
+    def kill(self) -> str:
+        """End the namespace now (every agent process); returns the rest of its trace."""
+        return self._end("kill", 0.0)
+
+    def _end(self, op: str, grace: float) -> str:
+        frame = self._req(op, grace=grace, wait=grace + 30)
+        self.integrity += _reasons(frame.header.get("integrity", []))
+        tail = frame.blobs[0].decode("utf-8", "replace")
+        self.session_trace.append(tail)
+        return tail
+
+    def watch(self) -> None:
+        """Keep tracing this session's processes in the background (during verification)."""
+        self._req("watch", max_blobs=0, limit=0)
+
+    def unwatch(self) -> str:
+        frame = self._req("unwatch")
+        self.integrity += _reasons(frame.header.get("integrity", []))
+        return frame.blobs[0].decode("utf-8", "replace")
+
+    def put_tree(self, root: str, files: list[tuple[str, int, bytes]]) -> None:
+        """Write (relative path, mode, bytes) files into a private folder of this session."""
+        self._req("put", root=root, files=[{"path": p, "mode": m} for p, m, _ in files],
+                  blobs=tuple(b for _, _, b in files), max_blobs=0, limit=0, wait=120)
+
+    def collect(self, root: str, *, max_file: int, max_total: int) -> list[tuple[dict[str, Any], bytes]]:
+        """Regular files of a private folder (capped); other kinds come with empty content."""
+        frame = self._req("collect", root=root, max_file=max_file, max_total=max_total,
+                          max_blobs=10000, limit=max_total, wait=120)
+        entries = frame.header.get("entries")
+        _require(isinstance(entries, list) and len(entries) == len(frame.blobs), "collect")
+        for e, blob in zip(entries, frame.blobs):
+            _require(isinstance(e, dict) and isinstance(e.get("path"), str)
+                     and e.get("kind") in ("file", "symlink", "other")
+                     and len(blob) <= max_file, "collected entry")
+        return list(zip(entries, frame.blobs))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _file_state(path: str, entry: Any, blob: bytes, content_cap: int) -> FileState:
+    _require(isinstance(entry, dict) and entry.get("path") == path
+             and entry.get("kind") in _KINDS, f"snapshot entry for {path!r}")
+    sha = entry.get("sha256")
+    _require(sha is None or (isinstance(sha, str) and _HEX64.fullmatch(sha) is not None),
+             "sha256 is not 64 hex characters")
+    size, mode, target = entry.get("size", 0), entry.get("mode"), entry.get("target")
+    _require(type(size) is int and size >= 0 and (mode is None or (type(mode) is int
+             and 0 <= mode <= 0o7777)) and (target is None or (isinstance(target, str)
+             and len(target) <= 4096)) and len(blob) <= content_cap + 1, "snapshot fields")
+    content = None
+    if blob:
+        # content is accepted only as the whole file, under the hash the host computes
+        _require(hashlib.sha256(blob).hexdigest() == sha, "content does not match its hash")
+        try:
+            content = blob.decode("utf-8")
+        except UnicodeDecodeError:
+            content = None
+    return FileState(path=path, kind=entry["kind"], size=size, sha256=sha, mode=mode,
+                     target=target, text=bool(entry.get("text")), content=content)

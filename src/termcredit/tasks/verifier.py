@@ -1,73 +1,98 @@
 """Run a task's verifier in the sandbox, traced, after the agent has finished.
 
-Only now are the task's ``tests/`` copied to ``/tests`` (the agent never sees them). The verifier
-runs as ``bash /tests/test.sh`` in a fresh traced shell (its own strace session, so its trace is
-cleanly separated from the agent's) under the verifier timeout. Reward comes from
-``/logs/verifier/reward.txt``, else ``reward.json``.
+The verifier has its own session, made when the container was new: its own PID and mount
+namespace, where ``/tests`` and ``/logs/verifier`` are private tmpfs folders that no agent
+process can see or write (nothing planted there survives, because the agent never had them).
+Only now are the task's ``tests/`` copied into that ``/tests``. The verifier runs as
+``bash /tests/test.sh`` under strace and the verifier timeout. Reward comes from a regular
+``/logs/verifier/reward.txt`` that a verifier process wrote, else a validated ``reward.json``.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from ..records import VerifierReport
 from ..sandbox import Sandbox
-from .model import Task
 from .build import instance_env
+from .model import Task
 from .resources import verifier_resources
+from .reward import read_reward
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
+REWARD_FILES = ("reward.txt", "reward.json")
+TESTS_MAX_BYTES = 256 << 20  # the verifier's /tests tmpfs size
+LOGS_MAX_FILE = 16 << 20  # per file copied back from /logs/verifier
+LOGS_MAX_TOTAL = 64 << 20  # the verifier's /logs/verifier tmpfs size
 
 
-def read_reward(verifier_dir: Path) -> tuple[float, dict[str, float], str | None]:
-    """(reward, metrics, error). reward.json: its "reward" key, else the mean of its numbers."""
-    txt, js = verifier_dir / "reward.txt", verifier_dir / "reward.json"
-    try:
-        if txt.is_file():
-            value = float(txt.read_text().strip())
-            if not math.isfinite(value):
-                raise ValueError(value)
-            return value, {}, None
-        if js.is_file():
-            data = json.loads(js.read_text())
-            if isinstance(data, (int, float)) and not isinstance(data, bool):
-                return float(data), {}, None
-            metrics = {k: float(v) for k, v in data.items()
-                       if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            if "reward" in metrics:
-                return metrics["reward"], metrics, None
-            if metrics:
-                return sum(metrics.values()) / len(metrics), metrics, None
-            return 0.0, {}, f"{js.name} holds no numeric reward"
-    except (ValueError, AttributeError, json.JSONDecodeError) as exc:
-        return 0.0, {}, f"unreadable reward file: {exc}"
-    return 0.0, {}, "the verifier wrote neither reward.txt nor reward.json"
+def _tests_files(folder: Path) -> list[tuple[str, int, bytes]]:
+    files, total = [], 0
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        total += len(data)
+        if total > TESTS_MAX_BYTES:
+            raise ValueError(f"{folder}: tests over {TESTS_MAX_BYTES >> 20} MiB")
+        files.append((path.relative_to(folder).as_posix(), path.stat().st_mode & 0o777, data))
+    return files
+
+
+def _save_logs(entries: list[tuple[dict, bytes]], vdir: Path) -> list[str]:
+    """Write the collected /logs/verifier files under ``vdir``; returns notes on what was
+    skipped. Names are checked before they touch a host path (no absolute, no '..')."""
+    notes = []
+    vdir.mkdir(parents=True, exist_ok=True)
+    for entry, data in entries:
+        rel = PurePosixPath(entry["path"])
+        if rel.is_absolute() or not rel.parts or any(p in ("..", ".", "") for p in rel.parts) \
+                or "\0" in entry["path"]:
+            notes.append(f"skipped a verifier log with a bad name: {entry['path']!r}")
+            continue
+        if entry["kind"] != "file":
+            notes.append(f"{rel} is a {entry['kind']}, not a regular file")
+            continue
+        dest = vdir.joinpath(*rel.parts)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if entry.get("truncated"):
+            notes.append(f"{rel} cut at {len(data)} of {entry.get('size')} bytes")
+    return notes
 
 
 def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
                  agent_written: Iterable[str] = (), instance: int = 0) -> VerifierReport:
-    sandbox.put_dir(task.tests_dir, "/tests")
-    shell = sandbox.open_shell(env={**task.verifier_env, **instance_env(task, instance)})
+    shell = sandbox.verifier_shell
+    shell.put_tree("/tests", _tests_files(task.tests_dir))
+    shell.start(cwd=sandbox.workdir, env={**task.verifier_env, **instance_env(task, instance)})
     try:
-        rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec,
-                        output_cap=1 << 20)
-        shell.finish(grace=1.0)  # the verifier's leftover children: their reads count too
+        rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec, output_cap=1 << 20)
+        logs = shell.collect("/logs/verifier", max_file=LOGS_MAX_FILE, max_total=LOGS_MAX_TOTAL)
     finally:
-        shell.close()
+        shell.finish(grace=1.0)  # the verifier's leftover children: their reads count too
     trace_text = "".join(shell.session_trace)
     trace_dir = trial_dir / "trace"
     trace_dir.mkdir(parents=True, exist_ok=True)
     (trace_dir / "verifier.strace").write_text(trace_text)
     vdir = trial_dir / "verifier"
-    sandbox.get_dir("/logs/verifier", vdir)
+    notes = _save_logs(logs, vdir)
     resources = verifier_resources(trace_text, agent_written=agent_written)
     (vdir / "resources.json").write_text(json.dumps(resources, indent=2) + "\n")
     (vdir / "test-stdout.txt").write_text(rec.stdout)
     (vdir / "test-stderr.txt").write_text(rec.stderr)
     reward, metrics, error = read_reward(vdir)
+    kinds = {e["path"]: e["kind"] for e, _ in logs}
+    present = [name for name in REWARD_FILES if name in kinds]
+    if present and kinds[present[0]] != "file":
+        reward, metrics = 0.0, {}
+        error = f"{present[0]} is a {kinds[present[0]]}, not a regular file"
+    elif present and f"/logs/verifier/{present[0]}" not in resources["written_by_verifier"]:
+        reward, metrics = 0.0, {}
+        error = f"{present[0]} was not written by a verifier process"
     if rec.timed_out:
         error = f"verifier timed out after {task.verifier_timeout_sec:g}s"
         reward = 0.0
@@ -75,4 +100,5 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
         reward=reward, rewards=metrics, exit_code=rec.exit_code, timed_out=rec.timed_out,
         duration_s=rec.duration_s, stdout=rec.stdout[-4000:], stderr=rec.stderr[-4000:],
         trace_file="trace/verifier.strace", error=error, resources=resources["cleaned"],
+        on_suspect=task.on_suspect, notes=notes,
     )

@@ -19,7 +19,7 @@ from ..harness.trial import task_spec
 from ..records import Step, TokenLayout, Trajectory, save_json
 from ..sandbox import Sandbox, SandboxPool
 from ..tasks import Task
-from ..tasks.verifier import run_verifier
+from ..harness.verify import verify_episode
 from .actions import SYSTEM_PROMPT, Action, format_observation, invalid_observation, parse_action
 
 
@@ -147,8 +147,8 @@ def _act(e: _Episode, text: str, action: Action, sample: Any, cfg: RolloutConfig
 def _verify(e: _Episode, task: Task, instance: int) -> None:
     e.env.finalize()
     try:
-        e.traj.verifier = run_verifier(e.sandbox, task, e.trial_dir,
-                                       agent_written=e.traj.written_paths(), instance=instance)
+        e.traj.verifier = verify_episode(e.sandbox, task, e.traj, e.trial_dir,
+                                         instance=instance)
     except Exception as exc:  # a verifier crash is a failed episode, not a failed run
         from ..records import VerifierReport
 
