@@ -1,0 +1,254 @@
+"""Provenance audit: toolchain files the verifier ran or loaded that the agent made.
+
+The agent is root in its container (DESIGN.md, "Threat model"). A verifier that passes
+because it imported an agent-written ``conftest.py``, ran an agent-replaced ``python3`` or
+loaded a patched ``_pytest`` module proves nothing about the task, so its reward is *suspect*.
+Pure functions, no Docker: the caller supplies the verifier's strace text and the paths that an
+agent process created or modified (``docker diff`` plus the agent's own trace).
+
+What the verifier loaded: over every command of the verifier's traced session and its
+unattributed events (the shell's own start-up), the files it read (needing their content),
+executed, in the task layer and the environment layer alike. Opens name the file the kernel
+resolved (the ``-y`` annotation); the name the process asked for is kept too, so a toolchain
+file that the agent replaced with a symlink (``site-packages/x.py -> /tmp/evil.py``, or a
+symlinked package directory) is still judged by the name that made it toolchain.
+
+A *hit* is a loaded file that
+* is toolchain (``toolchain_reason``: executed files, shared libraries, Python libraries,
+  ``.pth`` files, ``sitecustomize.py``/``usercustomize.py``, ``conftest.py``, pytest
+  configuration, shell start-up files, loader configuration; bytecode in ``__pycache__``
+  counts as the source it caches), and
+* an agent process created or modified (exact path membership in ``agent_changed``; for a
+  file reached through a symlink, either name), and
+* is not exempt. Exempt: everything under ``/tests`` (the harness re-creates it); paths
+  matching a ``may_modify`` glob (the task's ``[verifier] agent_may_modify``); paths the
+  instruction names verbatim (the absolute path); and, because the task's own work is the
+  answer, paths under ``workdir`` (a ``solution.py`` the tests import, a binary the agent
+  built), except the test-runner *hooks* -- ``conftest.py``, pytest configuration,
+  ``sitecustomize.py``/``usercustomize.py`` and ``.pth`` files -- which stay hits there
+  unless the instruction names them (by absolute path, by path under ``workdir`` or by
+  basename, each as a word of its own). A basename never exempts a path outside ``workdir``: an instruction that mentions ``main.py`` must not
+  let the agent patch ``_pytest/main.py``. A ``workdir`` of ``/`` exempts nothing.
+
+Known blind spots (the trace cannot show them): the file behind an executed symlink (execve
+names the link) and the interpreter of a ``#!`` script or the ELF loader, which the kernel
+opens without a traced call.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from ..tracer import EnvironmentLayer, parse_records, parse_session, summarize
+from ..tracer.events import arg_path, is_marker_path, norm
+from ..tracer.lines import Syscall
+
+TESTS_DIR = "/tests"
+PYTEST_CONFIG = frozenset({"pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
+CUSTOMIZE = frozenset({"sitecustomize.py", "usercustomize.py"})
+SHELL_STARTUP_NAMES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".profile"})
+SHELL_STARTUP_PATHS = frozenset({"/etc/profile", "/etc/bash.bashrc", "/etc/environment"})
+LOADER_PATHS = frozenset({"/etc/ld.so.preload", "/etc/ld.so.cache"})
+_SHARED_LIB = re.compile(r".*\.so(?:\.[^/]*)?")
+_PY_LIB = re.compile(r"(?:.*/(?:site|dist)-packages/.*|/usr(?:/local)?/lib/python3[^/]*/.*)")
+_PYC = re.compile(r"(?P<dir>.*)/__pycache__/(?P<stem>[^/.]+)\.[^/]*pyc")
+_OPENS = {"open": (None, 0), "openat": (0, 1), "openat2": (0, 1), "creat": (None, 0)}
+
+
+# ------------------------------------------------------------------ classification
+
+
+def source_of(path: str) -> str | None:
+    """The source file a ``__pycache__/NAME.TAG.pyc`` caches (``None`` for other paths)."""
+    m = _PYC.fullmatch(path)
+    return f"{m['dir']}/{m['stem']}.py" if m else None
+
+
+def _hook_kind(base: str) -> str | None:
+    """Test-runner hooks: toolchain even under the workdir."""
+    if base == "conftest.py":
+        return "conftest.py"
+    if base in PYTEST_CONFIG:
+        return "pytest configuration"
+    if base in CUSTOMIZE:
+        return base
+    if base.endswith(".pth"):
+        return ".pth file"
+    return None
+
+
+def toolchain_reason(path: str, *, executed: bool = False) -> str | None:
+    """Why ``path`` is part of a verifier's toolchain, or None when it is not."""
+    src = source_of(path)
+    if src is not None:
+        reason = toolchain_reason(src)
+        return f"{reason} (cached bytecode)" if reason else None
+    base = posixpath.basename(path)
+    hook = _hook_kind(base)
+    if hook:
+        return hook
+    if executed:
+        return "executed"
+    if path in LOADER_PATHS or path.startswith("/etc/ld.so.conf"):
+        return "loader configuration"  # before libraries: ld.so.cache looks like one
+    if _SHARED_LIB.fullmatch(base):
+        return "shared library"
+    if _PY_LIB.fullmatch(path):
+        return "python library"
+    if (path in SHELL_STARTUP_PATHS or path.startswith("/etc/profile.d/")
+            or base in SHELL_STARTUP_NAMES):
+        return "shell start-up file"
+    return None
+
+
+def is_hook(path: str) -> bool:
+    """conftest.py, pytest configuration, *customize.py, .pth (or bytecode of one)."""
+    return _hook_kind(posixpath.basename(source_of(path) or path)) is not None
+
+
+# ------------------------------------------------------------------ globs and naming
+
+
+@lru_cache(maxsize=512)
+def _glob_re(pattern: str) -> re.Pattern[str]:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out), re.S)
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    """``**`` matches across ``/`` (``/a/**/b`` also matches ``/a/b``), ``*`` and ``?``
+    within one path component; everything else is literal."""
+    return _glob_re(pattern).fullmatch(path) is not None
+
+
+def _named(text: str, token: str) -> bool:
+    """``token`` occurs in ``text`` as a word of its own: not inside a longer name or path
+    (``/app/conftest.py`` names neither ``/conftest.py`` nor ``conftest.py``); a trailing
+    sentence dot is fine."""
+    pattern = rf"(?<![\w.\-/]){re.escape(token)}(?![\w\-/]|\.\w)"
+    return re.search(pattern, text) is not None
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+# ------------------------------------------------------------------ what the verifier loaded
+
+
+def verifier_loaded(trace_text: str, env: EnvironmentLayer | None = None,
+                    ) -> tuple[set[str], set[str], dict[str, set[str]]]:
+    """(read, executed, aliases) of a verifier's traced session.
+
+    ``read``: files whose content the verifier's processes read (both layers, the session's
+    unattributed events included); ``executed``: files they executed (the name execve got);
+    ``aliases``: resolved path -> the other names processes opened it by (symlinks).
+    """
+    env = env or EnvironmentLayer()
+    session = parse_session(trace_text, env=env)
+    summaries = [c.summary for c in session.commands.values()]
+    summaries.append(summarize(session.unattributed, env))
+    read: set[str] = set()
+    executed: set[str] = set()
+    for s in summaries:
+        read |= s.read | s.environment.read
+        executed |= s.executed | s.environment.executed
+    return read, executed, _open_aliases(trace_text)
+
+
+def _open_aliases(trace_text: str) -> dict[str, set[str]]:
+    aliases: dict[str, set[str]] = {}
+    records, _ = parse_records(trace_text)
+    for sc in records:
+        if not isinstance(sc, Syscall) or sc.name not in _OPENS or not sc.ok or sc.orphan:
+            continue
+        if sc.ret_path is None or not sc.ret_path.startswith("/") or sc.ret_deleted:
+            continue
+        dirfd_i, path_i = _OPENS[sc.name]
+        asked = arg_path(sc, None, dirfd_i, path_i)
+        got = norm(sc.ret_path)
+        if asked is not None and asked != got and not is_marker_path(asked):
+            aliases.setdefault(got, set()).add(asked)
+    return aliases
+
+
+# ------------------------------------------------------------------ the audit
+
+
+def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: str,
+                   instruction: str, may_modify: Sequence[str] = ()) -> list[dict[str, str]]:
+    """Toolchain files the verifier executed or loaded that an agent process created or
+    modified, not exempt; ``[{"path", "reason"}]`` sorted by path (empty: not suspect)."""
+    read, executed, aliases = verifier_loaded(trace_text)
+    changed = {norm(p) for p in agent_changed if isinstance(p, str) and p.startswith("/")}
+    work = norm(workdir) if workdir and workdir.startswith("/") else "/"
+
+    def exempt(path: str) -> bool:
+        src = source_of(path)  # bytecode is exempt with its source
+        names = [path] if src is None else [path, src]
+        if _under(path, TESTS_DIR) or any(glob_match(g, n) for g in may_modify for n in names):
+            return True
+        if any(_named(instruction, n) for n in names):
+            return True
+        if work == "/" or not _under(path, work):
+            return False
+        if not is_hook(path):
+            return True  # the task's own work: an answer the tests read, run or import
+        src = names[-1]  # a hook the instruction names by its path under the workdir or
+        rel = src[len(work.rstrip("/")) + 1:]  # by its basename, each a word of its own
+        return any(_named(instruction, w) for w in {rel, posixpath.basename(src)})
+
+    hits: dict[str, str] = {}
+    for path in read | executed:
+        names = [path] + sorted(aliases.get(path, ()))
+        for name in names:  # the resolved name first; another name only if it did not hit
+            reason = toolchain_reason(name, executed=path in executed and name == path)
+            if reason is None or not (name in changed or path in changed) or exempt(name):
+                continue
+            hits.setdefault(name, reason)
+            break
+    return [{"path": p, "reason": hits[p]} for p in sorted(hits)]
+
+
+_SITE = re.compile(r"(?P<head>.*/(?:site|dist)-packages)/.*")
+_PYVER = re.compile(r"python3(?:\.\d+)?")
+_STDLIB = re.compile(r"(?P<head>/usr(?:/local)?/lib/python3[^/]*)/.*")
+
+
+def propose_may_modify(hits: Iterable[dict[str, str]]) -> list[str]:
+    """A short sorted list of ``agent_may_modify`` globs that exempt ``hits``: a Python
+    library file becomes its whole ``site-packages``/``dist-packages`` (or standard library)
+    folder with the version generalised (``python3.11`` -> ``python3*``); anything else
+    (an executable, a conftest.py, a shared library) stays its own exact path."""
+    out: set[str] = set()
+    for hit in hits:
+        path = hit.get("path", "") if isinstance(hit, dict) else ""
+        if not path.startswith("/"):
+            continue
+        m = _SITE.fullmatch(path) or _STDLIB.fullmatch(path)
+        if m:
+            head = "/".join(_PYVER.sub("python3*", c) if _PYVER.fullmatch(c) else c
+                            for c in m["head"].split("/"))
+            out.add(head + "/**")
+        else:
+            out.add(path)
+    return sorted(out)
