@@ -285,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench.view_cli import add_view_parser
 
     add_view_parser(sub)
+    from .harness.audit_cli import add_audit_parser
+
+    add_audit_parser(sub)
     return p
 
 

@@ -274,10 +274,10 @@ def test_source_of():
 @pytest.mark.parametrize(
     ("pattern", "path", "match"),
     [
-        ("/usr/local/lib/python3*/site-packages/**", "/usr/local/lib/python3.11/site-packages/a/b.py",
-         True),
-        ("/usr/local/lib/python3*/site-packages/**", "/usr/local/lib/python3.11/x/site-packages/a",
-         False),  # `*` stays within one component
+        ("/usr/local/lib/python3*/site-packages/**",
+         "/usr/local/lib/python3.11/site-packages/a/b.py", True),
+        ("/usr/local/lib/python3*/site-packages/**",
+         "/usr/local/lib/python3.11/x/site-packages/a", False),  # `*`: one component
         ("/usr/local/bin/*", "/usr/local/bin/python3", True),
         ("/usr/local/bin/*", "/usr/local/bin/sub/python3", False),
         ("/opt/**/conftest.py", "/opt/conftest.py", True),

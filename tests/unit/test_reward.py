@@ -34,7 +34,7 @@ from termcredit.tasks.reward import MAX_TXT_BYTES, read_reward
         ("reward.json", "{}", 0.0, "reward.json: no numeric reward"),
         ("reward.json", "{", 0.0, "reward.json: not valid JSON"),
         ("reward.json", "true", 0.0, "reward.json: true is a boolean, not a number"),
-        ("reward.json", '{"reward": true}', 0.0, 'reward.json: "reward" must be a number, got true'),
+        ("reward.json", '{"reward": true}', 0.0, '"reward" must be a number, got true'),
         ("reward.json", '{"reward": "1"}', 0.0, 'reward.json: "reward" must be a number, got "1"'),
         ("reward.json", '{"reward": 1.5}', 0.0, 'reward.json: "reward" 1.5 is outside [0, 1]'),
         ("reward.json", '{"reward": -0.1}', 0.0, 'reward.json: "reward" -0.1 is outside [0, 1]'),

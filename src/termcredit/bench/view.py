@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..records import Trajectory, load_json
+from ..records import Trajectory, VerifierReport, load_json
 
 LONG_LINES, LONG_CHARS = 15, 1500  # output beyond either is collapsed into <details>
 TAIL_CHARS = 4000  # verifier stdout/stderr tail shown
@@ -72,6 +72,8 @@ class TrialRow:  # one line of the index; rel: the trial dir relative to the run
     error: str | None = None
     traj: Trajectory | None = None
     page: str | None = None  # relative to OUT
+    suspect: bool = False  # the verifier ran or loaded toolchain files the agent made
+    tampered: bool = False  # tampering or integrity problems were recorded
 
 
 def find_trial_dirs(run_dir: Path, skip: Path | None = None) -> list[Path]:
@@ -127,7 +129,32 @@ def load_trial(run_dir: Path, d: Path) -> TrialRow:
         if isinstance(res, dict) and isinstance(res.get("reward"), (int, float)):
             row.reward = float(res["reward"])
     row.error = _trial_error(d, traj)
+    v, res = traj.verifier, _read_json(d / "result.json")
+    row.suspect = bool(v and (v.suspect or v.suspect_files)) or (
+        isinstance(res, dict) and res.get("suspect") is True)
+    row.tampered = bool(_integrity(traj) or (v and v.tampering))
     return row
+
+
+def _integrity(t: Trajectory) -> list[str]:
+    """The episode's integrity problems, then each step's (prefixed with the step)."""
+    out = list(t.integrity)
+    for s in t.steps:
+        out += [f"step {s.index}: {x}" for x in (s.command.integrity if s.command else [])
+                if f"step {s.index}: {x}" not in out]
+    return out
+
+
+def _markers(r: TrialRow) -> str:
+    """Index/heading badges: a suspect reward, recorded tampering."""
+    out = []
+    if r.suspect:
+        out.append("<span class='bad' title='the verifier ran or loaded toolchain files an "
+                   "agent process made'>suspect</span>")
+    if r.tampered:
+        out.append("<span class='note' title='tampering or integrity problems were "
+                   "recorded'>tampering</span>")
+    return " ".join(out)
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
@@ -212,7 +239,9 @@ def build_index(run_dir: Path, rows: list[TrialRow], metrics: list[dict[str, Any
     facts = [("kind", kind), ("directory", str(run_dir)), ("trials", len(rows)),
              ("tasks", len({r.task for r in rows})), ("mean reward", _fmt(mean)),
              ("reward ≥ 1", sum(r.reward is not None and r.reward >= 1 for r in rows)),
-             ("errors", sum(r.error is not None for r in rows))]
+             ("errors", sum(r.error is not None for r in rows)),
+             ("suspect rewards", sum(r.suspect for r in rows)),
+             ("tampering recorded", sum(r.tampered for r in rows))]
     facts += [(k, result[k]) for k in ("agent", "run_id", "complete", "n_planned", "started",
                                        "finished") if k in result]
     if metrics:
@@ -238,7 +267,8 @@ def build_index(run_dir: Path, rows: list[TrialRow], metrics: list[dict[str, Any
         link = (f"<a href='{e(quote(r.page))}'>{e(r.rel)}</a>" if r.page else e(r.rel))
         cls = "ok" if r.reward is not None and r.reward >= 1 else "bad" if r.error else ""
         cells = [link] + ([e(_fmt(r.step))] if training else []) + [
-            e(r.task), e(r.label), f"<span class='{cls}'>{e(_fmt(r.reward))}</span>",
+            e(r.task), e(r.label), f"<span class='{cls}'>{e(_fmt(r.reward))}</span>"
+            + (f" {_markers(r)}" if r.suspect or r.tampered else ""),
             e(_fmt(r.n_steps)), e(r.termination), f"<span class='bad'>{e(r.error or '')}</span>"]
         body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     body.append("</table>" if rows else "</table><p class='muted'>no trials found</p>")
@@ -285,6 +315,29 @@ def _dl(items: list[tuple[str, Any]]) -> str:
     return "<dl>" + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in items) + "</dl>"
 
 
+def _provenance(r: TrialRow, v: VerifierReport | None) -> str:
+    """The provenance audit's findings: suspect files, tampering, integrity (all escaped)."""
+    assert r.traj is not None
+    out = []
+    if r.suspect and v is not None:
+        policy = {"zero": "the reward was zeroed", "flag": "the reward was kept, flagged"}.get(
+            v.on_suspect or "", "")
+        out.append("<p class='bad'><b>suspect reward</b>: the verifier ran or loaded "
+                   "toolchain files that an agent process created or modified"
+                   + (f" ({e(policy)})" if policy else "") + "</p>")
+        items = [f"<li><code>{e(f.get('path', '?'))}</code> — {e(f.get('reason', '?'))}</li>"
+                 if isinstance(f, dict) else f"<li><code>{e(f)}</code></li>"
+                 for f in v.suspect_files]
+        out.append("<div class='muted'>suspect files</div>" + (
+            f"<ul>{''.join(items)}</ul>" if items else "<p class='muted'>none listed</p>"))
+    for label, items in (("tampering during verification", v.tampering if v else []),
+                         ("integrity", _integrity(r.traj))):
+        if items:
+            out.append(f"<div class='note'>{e(label)}</div><ul>"
+                       + "".join(f"<li>{e(x)}</li>" for x in items) + "</ul>")
+    return "".join(out)
+
+
 def trial_page(r: TrialRow, *, back: str, raw: str, graphs: bool, dot_ok: bool) -> str:
     t, d = r.traj, r.dir
     assert t is not None and d is not None
@@ -292,10 +345,12 @@ def trial_page(r: TrialRow, *, back: str, raw: str, graphs: bool, dot_ok: bool) 
         f"<a href='{e(quote(f'{raw}/{n}'))}'>{e(n)}</a>"
         for n in ("trajectory.json", "result.json", "graph.json", "error.txt", "verifier/",
                   "trace/") if (d / n).exists()]
+    badges = f" {_markers(r)}" if r.suspect or r.tampered else ""
     body = [f"<p>{' · '.join(links)}</p><h1>{e(t.task)} <span class='muted'>{e(r.rel)}</span>"
-            "</h1>", _dl([("agent", t.agent), ("reward", _fmt(r.reward)), ("steps", len(t.steps)),
-                          ("termination", t.termination or "–"), ("error", r.error or "–"),
-                          *((k, json.dumps(v)) for k, v in t.info.items())])]
+            f"{badges}</h1>", _dl([("agent", t.agent), ("reward", _fmt(r.reward)),
+                                   ("steps", len(t.steps)), ("termination", t.termination or "–"),
+                                   ("error", r.error or "–"),
+                                   *((k, json.dumps(v)) for k, v in t.info.items())])]
     body.append(f"<h2>Instruction</h2><pre>{e(t.instruction)}</pre><h2>Verifier</h2>")
     v = t.verifier
     if v is None:
@@ -311,6 +366,7 @@ def trial_page(r: TrialRow, *, back: str, raw: str, graphs: bool, dot_ok: bool) 
             if cleaned else "<p class='muted'>none</p>"))
         body.append(_pre(_tail(d / "verifier" / "test-stdout.txt", v.stdout), "stdout (tail)")
                     + _pre(_tail(d / "verifier" / "test-stderr.txt", v.stderr), "stderr (tail)"))
+    body.append(_provenance(r, v))
     credit, note = _credit(r)
     hc = ["credit", "weight", "classes"] if credit else []
     body.append("<h2>Steps</h2>" + (f"<p class='note'>{e(note)}</p>" if note else "") +
@@ -381,7 +437,9 @@ def build_view(run_dir: str | Path, out: str | Path | None = None, *,
             continue  # already listed through its trajectory.json
         rows.append(TrialRow(rel=f"{t.get('task')}/{td.name}", dir=None, task=str(t.get("task")),
                              label=td.name, step=None, reward=t.get("reward"),
-                             n_steps=t.get("n_steps"), error=t.get("error")))
+                             n_steps=t.get("n_steps"), error=t.get("error"),
+                             suspect=t.get("suspect") is True,
+                             tampered=bool(t.get("integrity"))))
     (out / "trials").mkdir(parents=True, exist_ok=True)
     used: set[str] = set()
     dot_ok = graphs and shutil.which("dot") is not None

@@ -27,8 +27,9 @@ A *hit* is a loaded file that
   built), except the test-runner *hooks* -- ``conftest.py``, pytest configuration,
   ``sitecustomize.py``/``usercustomize.py`` and ``.pth`` files -- which stay hits there
   unless the instruction names them (by absolute path, by path under ``workdir`` or by
-  basename, each as a word of its own). A basename never exempts a path outside ``workdir``: an instruction that mentions ``main.py`` must not
-  let the agent patch ``_pytest/main.py``. A ``workdir`` of ``/`` exempts nothing.
+  basename, each as a word of its own). A basename never exempts a path outside
+  ``workdir``: an instruction that mentions ``main.py`` must not let the agent patch
+  ``_pytest/main.py``. A ``workdir`` of ``/`` exempts nothing.
 
 Known blind spots (the trace cannot show them): the file behind an executed symlink (execve
 names the link) and the interpreter of a ``#!`` script or the ELF loader, which the kernel
