@@ -8,6 +8,12 @@ back from; empty means the tests check nothing the trace can see). A few static 
 along: a parametrised task must use ``TC_INSTANCE`` in its Dockerfile, and its oracle must not
 read it (an oracle computes the answer from the data, as an agent must).
 
+The oracle's verifier run must not be *suspect* either (tasks/audit.py: the verifier ran or
+loaded toolchain files the oracle made). When it is, either the oracle changes what it should
+not, or the task's work is to change those files (a package to fix, a tool to install): the
+check fails and prints the ``[verifier] agent_may_modify = [...]`` line that declares the
+latter (``may_modify_proposal``), to paste into task.toml after a look at it.
+
 Trials go through :func:`termcredit.harness.run.run` (one run per agent and instance, trials
 concurrent inside it), so a check runs exactly what ``termcredit run`` runs; the run folders
 stay in the output folder for a look at what failed.
@@ -25,8 +31,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from ..tomlw import toml_value
+from .audit import propose_may_modify
 from .model import Task, TaskError, load_task
 
 DEFAULT_INSTANCES = (0, 1)
@@ -45,6 +54,7 @@ class TaskCheck:
     oracle: dict[int, float] = field(default_factory=dict)  # instance -> reward
     nop: dict[int, float] = field(default_factory=dict)
     resources: dict[int, int] = field(default_factory=dict)  # instance -> cleaned count
+    suspect: dict[int, list[dict[str, str]]] = field(default_factory=dict)  # oracle's audit hits
     trial_s: float = 0.0
 
     @property
@@ -149,18 +159,38 @@ def _build_all(client: Any, checks: list[TaskCheck], base: str, image_map: Any,
                 check.build = "built" if built or check.build == "built" else "cached"
 
 
-def _trial_outcome(trial: dict[str, Any]) -> tuple[float, str | None, list[str] | None]:
-    """(reward, error, cleaned verifier resources) of one trial of a run's result.json."""
-    resources = None
+def may_modify_proposal(task: Task | None, hits: Iterable[dict[str, str]]) -> str:
+    """The ``agent_may_modify = [...]`` line for task.toml's [verifier] table that exempts
+    ``hits`` (the oracle's audit hits), keeping the globs the task already declares."""
+    have = list(task.agent_may_modify) if task is not None else []
+    globs = have + [g for g in propose_may_modify(hits) if g not in have]
+    return "agent_may_modify = " + toml_value(globs)
+
+
+def _suspect_files(verifier: dict[str, Any]) -> list[dict[str, str]]:
+    files = verifier.get("suspect_files")
+    hits = [{"path": str(f.get("path", "")), "reason": str(f.get("reason", ""))}
+            for f in files if isinstance(f, dict)] if isinstance(files, list) else []
+    if verifier.get("suspect") is True and not hits:
+        hits = [{"path": "", "reason": "suspect, no files listed"}]
+    return hits
+
+
+def _trial_outcome(trial: dict[str, Any],
+                   ) -> tuple[float, str | None, list[str] | None, list[dict[str, str]]]:
+    """(reward, error, cleaned verifier resources, audit hits) of one trial of a run's
+    result.json."""
+    resources, suspect = None, []
     traj = Path(trial["trial_dir"]) / "trajectory.json"
     if traj.is_file():
         verifier = json.loads(traj.read_text()).get("verifier") or {}
         resources = verifier.get("resources")
+        suspect = _suspect_files(verifier)
     if resources is None:
         res_file = Path(trial["trial_dir"]) / "verifier" / "resources.json"
         if res_file.is_file():
             resources = json.loads(res_file.read_text()).get("cleaned")
-    return float(trial["reward"]), trial.get("error"), resources
+    return float(trial["reward"]), trial.get("error"), resources, suspect
 
 
 def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path | None = None,
@@ -213,7 +243,7 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                 for trial in summary["trials"]:
                     check = by_name[trial["task"]]
                     check.trial_s += float(trial.get("duration_s") or 0.0)
-                    reward, error, resources = _trial_outcome(trial)
+                    reward, error, resources, suspect = _trial_outcome(trial)
                     where = f"{agent} (instance {instance}, {trial['trial_dir']})"
                     if agent == "oracle":
                         check.oracle[instance] = reward
@@ -227,6 +257,15 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                             check.problems.append(
                                 f"{where}: the verifier inspected no file the agent could "
                                 "change (cleaned verifier resources are empty)")
+                        if suspect:
+                            check.suspect[instance] = suspect
+                            files = ", ".join(f"{h['path']} ({h['reason']})" for h in suspect)
+                            check.problems.append(
+                                f"{where}: the reward is suspect: the verifier ran or loaded "
+                                f"toolchain files the oracle made: {files}. If changing them "
+                                "is the task's work, declare it in the [verifier] table of "
+                                f"{check.path / 'task.toml'}:\n    "
+                                + may_modify_proposal(check.task, suspect))
                     else:
                         check.nop[instance] = reward
                         if reward != 0.0:
@@ -261,14 +300,14 @@ def render(checks: list[TaskCheck], console: Console, *, title: str = "termcredi
         build = {"failed": "[red]failed[/]", "built": "[green]built[/]",
                  "cached": "[green]cached[/]"}.get(c.build, "-")
         res = " ".join(str(c.resources[i]) if i in c.resources else "-" for i in c.instances)
-        name = f"[green]{c.name}[/]" if c.ok else f"[red]{c.name}[/]"
+        name = f"[green]{escape(c.name)}[/]" if c.ok else f"[red]{escape(c.name)}[/]"
         table.add_row(name, build, _rewards(c.oracle, 1.0, c.instances),
                       _rewards(c.nop, 0.0, c.instances), res if c.resources else "-",
                       f"{c.seconds:.1f}s")
     console.print(table)
     for c in checks:
         for problem in c.problems:
-            console.print(f"[red]✗ {c.name}:[/] {problem}", soft_wrap=True)
+            console.print(f"[red]✗ {escape(c.name)}:[/] {escape(problem)}", soft_wrap=True)
     n_ok = sum(c.ok for c in checks)
     tail = f" in {elapsed:.0f}s" if elapsed is not None else ""
     color = "green" if n_ok == len(checks) else "red"
