@@ -236,6 +236,7 @@ def test_propose_examples_from_the_design():
         ("/opt/venv/lib/python3.11/site-packages/x.py", False, "python library"),
         ("/usr/lib/python3/dist-packages/x/data.json", False, "python library"),
         ("/usr/lib/python3/dist-packages/a.pth", False, ".pth file"),
+        ("/opt/venv/pyvenv.cfg", False, "python configuration"),
         ("/usr/lib/python3.11/sitecustomize.py", False, "sitecustomize.py"),
         ("/root/.local/lib/python3.11/site-packages/usercustomize.py", False,
          "usercustomize.py"),

@@ -15,7 +15,7 @@ symlinked package directory) is still judged by the name that made it toolchain.
 
 A *hit* is a loaded file that
 * is toolchain (``toolchain_reason``: executed files, shared libraries, Python libraries,
-  ``.pth`` files, ``sitecustomize.py``/``usercustomize.py``, ``conftest.py``, pytest
+  a venv's ``pyvenv.cfg``, ``.pth`` files, ``sitecustomize.py``/``usercustomize.py``, ``conftest.py``, pytest
   configuration, shell start-up files, loader configuration; bytecode in ``__pycache__``
   counts as the source it caches), and
 * an agent process created or modified (exact path membership in ``agent_changed``; for a
@@ -99,6 +99,8 @@ def toolchain_reason(path: str, *, executed: bool = False) -> str | None:
         return "shared library"
     if _PY_LIB.fullmatch(path):
         return "python library"
+    if base == "pyvenv.cfg":
+        return "python configuration"  # a venv's home and site-packages switches
     if (path in SHELL_STARTUP_PATHS or path.startswith("/etc/profile.d/")
             or base in SHELL_STARTUP_NAMES):
         return "shell start-up file"
