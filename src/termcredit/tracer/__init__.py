@@ -11,7 +11,7 @@ Pure functions, no Docker. Layers, each usable alone:
 
 from .events import Event, Kind
 from .lines import Exit, LineStats, Syscall, parse_records
-from .procs import Marker, Process
+from .procs import Marker, MarkerPath, Process, parse_marker
 from .session import CommandTrace, SessionTrace, parse_session, summarize_segment
 from .summary import AccessSets, AccessSummary, EnvironmentLayer, summarize
 
@@ -39,9 +39,11 @@ __all__ = [
     "Kind",
     "LineStats",
     "Marker",
+    "MarkerPath",
     "Process",
     "SessionTrace",
     "Syscall",
+    "parse_marker",
     "parse_records",
     "parse_session",
     "summarize",

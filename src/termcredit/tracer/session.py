@@ -29,12 +29,19 @@ class SessionTrace:
     stats: LineStats
     nonce: str | None
     shell_pid: int | None  # the last shell; `shell_pids` has all of them (restarts)
-    markers: list[Marker] = field(default_factory=list)
+    markers: list[Marker] = field(default_factory=list)  # those that shaped the segments
     shell_pids: list[int] = field(default_factory=list)
+    # what does not fit the marker protocol (forged or foreign markers, shell activity outside
+    # any step, malformed lines): SEQ the anomaly belongs to (None: the session) -> reasons
+    integrity: dict[int | None, list[str]] = field(default_factory=dict)
 
     @property
     def skipped_lines(self) -> int:
         return self.stats.skipped
+
+    @property
+    def flagged(self) -> bool:
+        return any(self.integrity.values())
 
     @property
     def attribution(self) -> dict[int, int | None]:
@@ -47,15 +54,29 @@ class SessionTrace:
 
 
 def parse_session(
-    text: str, nonce: str | None = None, env: EnvironmentLayer | None = None
+    text: str,
+    nonce: str | None = None,
+    env: EnvironmentLayer | None = None,
+    tokens: dict[int, str] | None = None,
 ) -> SessionTrace:
     """Parse a whole session trace into per-command events and summaries.
 
     `nonce`: the sandbox's marker nonce; when None the first marker's nonce is adopted.
-    Never raises on malformed text: bad lines are counted in `stats.skipped`.
+    `tokens`: SEQ -> the secret the sandbox put in that command's end marker
+    (`e<SEQ>.<EXIT>.<TOKEN>`); an end marker without it is forged: it closes nothing and is
+    recorded in `integrity`. "" for a SEQ: its token is not known (not checked); a SEQ missing
+    from `tokens` was never run. None: tokens are not checked at all.
+    Never raises on malformed text: bad lines are counted in `stats.skipped` (and recorded as
+    a session-level integrity reason).
     """
     records, stats = parse_records(text)
-    stream = track(records, nonce)
+    stream = track(records, nonce, tokens)
+    integrity = {seq: list(reasons) for seq, reasons in stream.integrity.items()}
+    if stats.skipped:
+        n = stats.skipped
+        integrity.setdefault(None, []).append(
+            f"{n} malformed trace line{'' if n == 1 else 's'} skipped"
+        )
     by_seq: dict[int, list[Event]] = {}
     unattributed: list[Event] = []
     for m in stream.markers:
@@ -94,6 +115,7 @@ def parse_session(
         shell_pid=stream.shell_pid,
         markers=stream.markers,
         shell_pids=stream.shell_pids,
+        integrity=integrity,
     )
 
 
