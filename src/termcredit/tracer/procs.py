@@ -39,6 +39,7 @@ _MARKER = re.compile(
     r"(?:\.(-?[0-9]{1,10})(?:\.([0-9A-Fa-f]{1,64}))?)?/?"
 )
 MAX_REASONS = 20  # per SEQ: an adversarial trace must not blow up the records
+MAX_REASON_LEN = 300
 _CWD_REPORT = re.compile(r"/__termcredit__/[0-9A-Fa-f]+/cwd(?:/.*)?", re.S)
 OUTSIDE_OK = frozenset({"/dev/null"})  # the marker `cd`s' own `2>/dev/null` redirections
 
@@ -179,6 +180,10 @@ class Tracker:
 
     # ------------------------------------------------------------------ integrity
     def _flag(self, seq: int | None, reason: str) -> None:
+        if self.tokens is not None and seq not in self.tokens:
+            seq = None  # a step that was never run (a forged start marker's): the session's
+        if len(reason) > MAX_REASON_LEN:  # paths in reasons are the agent's
+            reason = reason[: MAX_REASON_LEN - 3] + "..."
         reasons = self.out.integrity.setdefault(seq, [])
         if reason in reasons or len(reasons) > MAX_REASONS:
             return

@@ -65,7 +65,8 @@ def parse_session(
     `tokens`: SEQ -> the secret the sandbox put in that command's end marker
     (`e<SEQ>.<EXIT>.<TOKEN>`); an end marker without it is forged: it closes nothing and is
     recorded in `integrity`. "" for a SEQ: its token is not known (not checked); a SEQ missing
-    from `tokens` was never run. None: tokens are not checked at all.
+    from `tokens` was never run, and reasons that would belong to it are session-level (None).
+    None: tokens are not checked at all.
     Never raises on malformed text: bad lines are counted in `stats.skipped` (and recorded as
     a session-level integrity reason).
     """

@@ -304,6 +304,31 @@ def test_honest_gaps_between_steps() -> None:
     assert rel(trace.summary(1).written) == {"bg1", "bg2", "bg3"}
 
 
+def test_reasons_of_a_step_never_run_are_session_level_when_tokens_are_known() -> None:
+    """A forged `s99` the shell accepts opens a step the host never ran: with tokens known,
+    what is blamed on it goes to the session (callers look reasons up by the steps they ran)."""
+    t = T().startup(10).cd(10, "s1").cd(10, "s99").devnull(10).cd(10, "e99.0").add(10, W("x"))
+    t.devnull(10).cd(10, f"e1.0.{TOK1}")
+    with_tokens = parse_session(t.text, "ab", tokens={1: TOK1})
+    assert with_tokens.integrity == {
+        1: ["start marker s99 while step 1 is open"],
+        None: ["forged end marker e99.0 (no step 99 was run)",
+               f"end marker e1.0.{TOK1} while step 99 is open"],
+    }
+    without = parse_session(t.text, "ab")
+    assert without.integrity == {
+        1: ["start marker s99 while step 1 is open"],
+        99: ["shell activity outside any step: trunc /w/x",
+             f"end marker e1.0.{TOK1} outside any step"],
+    }
+
+
+def test_long_reasons_are_cut() -> None:
+    t = T().startup(10).step(10, 1).add(10, W("x" * 1000))
+    (reason,) = parse_session(t.text, "ab").integrity[1]
+    assert len(reason) == 300 and reason.endswith("...")
+
+
 def test_too_many_reasons_are_capped() -> None:
     t = T().startup(10).step(10, 1)
     for i in range(3 * MAX_REASONS):
