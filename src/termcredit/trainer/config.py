@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..estimators import INTEGRITY_POLICIES
 from ..tomlw import toml_table
 from .rollout import RolloutConfig
 
@@ -37,9 +38,17 @@ class TrainConfig:
     weight_decay: float = 0.0
     recompute_old_logprobs: bool = False  # True: re-score old log-probs before the update
     dynamic_sampling: bool = False  # DAPO: skip groups whose rewards are all equal
+    # episodes with recorded tampering (forged markers, ...): "zero" trains them with reward 0,
+    # "mask" drops them from their group (no baseline, no gradient)
+    integrity: str = "zero"
     estimator: dict[str, Any] = field(default_factory=dict)  # settings for estimators.build
     loss: dict[str, Any] = field(default_factory=dict)  # LossConfig fields
     rollout: dict[str, Any] = field(default_factory=dict)  # RolloutConfig fields
+
+    def __post_init__(self) -> None:
+        if self.integrity not in INTEGRITY_POLICIES:
+            raise ConfigError(f"field 'integrity': must be one of "
+                              f"{', '.join(map(repr, INTEGRITY_POLICIES))}, not {self.integrity!r}")
 
     def rollout_config(self) -> RolloutConfig:
         return RolloutConfig(**self.rollout)
@@ -66,7 +75,10 @@ def load_config(path: str | Path | None, overrides: dict[str, Any]) -> TrainConf
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"{path or 'config'}: unknown setting(s) {unknown}")
-    cfg = TrainConfig(**data)
+    try:
+        cfg = TrainConfig(**data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path or 'config'}: {exc}") from exc
     try:
         cfg.rollout_config()
     except TypeError as exc:

@@ -42,6 +42,43 @@ def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
+def select_group(trajs: list[Trajectory], integrity: str = "zero") -> list[Trajectory]:
+    """The trajectories of a group that train. ``"zero"``: all of them (a flagged one with
+    reward 0, see estimators.training_reward); ``"mask"``: the unflagged ones only, so a
+    flagged episode gives neither baseline nor gradient."""
+    if integrity not in estimators.INTEGRITY_POLICIES:
+        raise ValueError(f"integrity policy must be one of "
+                         f"{', '.join(estimators.INTEGRITY_POLICIES)}, not {integrity!r}")
+    if integrity == "mask":
+        return [t for t in trajs if not estimators.is_flagged(t)]
+    return list(trajs)
+
+
+def group_credit(group: list[Trajectory], kept: list[Trajectory], estimator: Any,
+                 integrity: str = "zero", dynamic_sampling: bool = False,
+                 ) -> tuple[list[float], estimators.EstimatorResult, bool]:
+    """Training rewards of ``kept`` (``select_group(group, integrity)``), the estimator's
+    advantages for them, and whether the update is skipped: DAPO's dynamic sampling skips a
+    group whose rewards are all equal; a group that masking left with fewer than two
+    trajectories is skipped too (zero advantages: nothing to compare with)."""
+    rewards = [estimators.training_reward(t, integrity) for t in kept]
+    if kept and (len(kept) >= 2 or len(kept) == len(group)):
+        res = estimator(kept)
+        skipped = dynamic_sampling and max(rewards) - min(rewards) < 1e-12
+        return rewards, res, skipped
+    zeros = [[0.0] * (len(t.tokens.token_ids) if t.tokens else len(t.steps)) for t in kept]
+    return rewards, estimators.EstimatorResult(advantages=zeros), True
+
+
+def integrity_counts(trajs: list[Trajectory]) -> dict[str, float]:
+    """Per-step metrics: episodes with recorded tampering, and ones the verifier's audit
+    found suspect (before any masking)."""
+    return {
+        "flagged_episodes": float(sum(estimators.is_flagged(t) for t in trajs)),
+        "suspect_episodes": float(sum(bool(t.verifier and t.verifier.suspect) for t in trajs)),
+    }
+
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, run_dir: Path, *, resume: bool = False,
                  console: Console | None = None):
@@ -133,23 +170,23 @@ class Trainer:
         t0 = time.monotonic()
         group = self.rollout(task, instance, step, cfg.group_size)
         t1 = time.monotonic()
+        kept = select_group(group, cfg.integrity)  # "mask": flagged episodes are dropped
         if self.teacher is not None:
-            for t in group:
+            for t in kept:
                 tok = t.tokens
                 tok.teacher_logprobs = self.teacher.score([tok.token_ids], [tok.loss_mask])[0]
                 save_json(t, Path(t.trial_dir) / "trajectory.json")
-        res = self.estimator(group)
+        rewards, res, skipped = group_credit(group, kept, self.estimator, cfg.integrity,
+                                             cfg.dynamic_sampling)
         t2 = time.monotonic()
-        rewards = [t.verifier.reward if t.verifier else 0.0 for t in group]
-        skipped = cfg.dynamic_sampling and max(rewards) - min(rewards) < 1e-12
-        upd = {} if skipped else self.update(group, res.advantages)
+        upd = {} if skipped else self.update(kept, res.advantages)
         t3 = time.monotonic()
-        flat = [a for adv, t in zip(res.advantages, group)
+        flat = [a for adv, t in zip(res.advantages, kept)
                 for a, m in zip(adv, t.tokens.loss_mask) if m]
         return {
             "step": step, "task": task.name, "instance": instance,
             "reward_mean": _mean(rewards),
-            "reward_std": float(torch.tensor(rewards).std(unbiased=False)),
+            "reward_std": float(torch.tensor(rewards).std(unbiased=False)) if rewards else 0.0,
             "success_rate": _mean([float(r >= 1.0) for r in rewards]),
             "zero_advantage_group": float(all(abs(a) < 1e-12 for a in flat)),
             "adv_mean": _mean(flat), "adv_abs_mean": _mean([abs(a) for a in flat]),
@@ -157,6 +194,7 @@ class Trainer:
             "action_tokens": len(flat), "steps_per_episode": _mean([len(t.steps) for t in group]),
             "invalid_actions": sum(s.invalid for t in group for s in t.steps),
             "skipped_update": float(skipped),
+            **integrity_counts(group), "masked_episodes": float(len(group) - len(kept)),
             **{f"estimator/{k}": v for k, v in res.stats.items()},
             **upd,
             "time/rollout_s": t1 - t0, "time/credit_s": t2 - t1, "time/update_s": t3 - t2,
@@ -185,7 +223,7 @@ class Trainer:
                 group = self.rollout(task, inst, step, cfg.eval_samples,
                                      temperature=cfg.eval_temperature, where="eval",
                                      seed_offset=EVAL_SEED_OFFSET)
-                successes += [float(t.verifier is not None and t.verifier.reward >= 1)
+                successes += [float(estimators.training_reward(t, cfg.integrity) >= 1)
                               for t in group]
         return {"eval/success": _mean(successes), "eval/episodes": float(len(successes)),
                 "time/eval_s": time.monotonic() - t0}
