@@ -47,9 +47,14 @@ class AgentEnv:
         return self.task.instruction
 
     def finalize(self) -> None:
-        """Per-step accesses from the whole session trace (call once the agent is done)."""
-        records = [s.command for s in self.trajectory.steps if s.command is not None]
-        self.observer.finalize(records, "".join(self.sandbox.shell.session_trace))
+        """Per-step accesses from the whole session trace (call once the agent is done), and
+        the episode's integrity: every tampering reason of its steps and of the session."""
+        steps = [s for s in self.trajectory.steps if s.command is not None]
+        shell = self.sandbox.shell
+        session = self.observer.finalize([s.command for s in steps], "".join(shell.session_trace))
+        reasons = [f"step {s.index}: {r}" for s in steps for r in s.command.integrity]
+        reasons += session + shell.integrity
+        self.trajectory.integrity += [r for r in reasons if r not in self.trajectory.integrity]
 
     def time_left(self) -> float:
         return self.deadline - time.monotonic()

@@ -61,9 +61,15 @@ class StepObserver:
                     folder.mkdir(parents=True, exist_ok=True)
                     path.write_text(st.content)
 
-    def finalize(self, records: list[CommandRecord], session_text: str) -> None:
-        """Per-step accesses from the whole session (correct background attribution)."""
-        session = parse_session(session_text, self.shell.nonce, self.env)
+    def finalize(self, records: list[CommandRecord], session_text: str) -> list[str]:
+        """Per-step accesses from the whole session (correct background attribution), and
+        tampering seen in the trace: each step's reasons go to its record, the session-level
+        ones (outside any step) are returned."""
+        tokens = {rec.seq: rec.end_token for rec in records}
+        session = parse_session(session_text, self.shell.nonce, self.env, tokens=tokens)
+        for rec in records:
+            rec.integrity += [r for r in session.integrity.get(rec.seq, [])
+                              if r not in rec.integrity]
         exists: dict[str, bool] = {}  # path -> exists after the steps so far
         added: set[str] | None = None
         for rec in records:
@@ -91,3 +97,4 @@ class StepObserver:
                 exists[path] = True
             for path in summary.deleted | summary.temporary:
                 exists[path] = False
+        return list(session.integrity.get(None, []))

@@ -31,7 +31,7 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 # the agent's capabilities: chown, dac_override, fowner, fsetid, kill, setgid, setuid,
 # net_bind_service (Docker's default set without the ones a task never needs)
 KEEP_CAPS = frozenset({0, 1, 3, 4, 5, 6, 7, 10})
-VERIFIER_MOUNTS = (("/tests", "256m"), ("/logs/verifier", "64m"))
+PRIVATE_SIZES = {"/tests": "256m", "/logs/verifier": "64m"}
 # namespace flags and CLONE_UNTRACED: a clone with any of them is refused
 CLONE_DENY = 0x7E020000 | 0x80 | 0x00800000
 # arch -> (AUDIT_ARCH, refused syscalls, clone, clone3)
@@ -83,10 +83,33 @@ def setup_mounts(role):
         if os.path.exists(path):
             mount(path, path, None, MS_BIND)
             mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    if role == "verifier":  # re-made ground: nothing an agent planted survives, nothing to see
-        for path, size in VERIFIER_MOUNTS:
-            os.makedirs(path, exist_ok=True)
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=%s,mode=0755" % size)
+    if role == "verifier":
+        mount_private("/logs/verifier")
+
+
+def mount_private(path):
+    """A private tmpfs at ``path`` in this namespace: whatever an agent put there (files, a
+    symlink, a read-only folder) is moved aside or hidden, and agent processes never see it.
+    The mount goes through an O_PATH descriptor of the folder just checked, so a symlink
+    swapped in meanwhile cannot redirect it."""
+    for attempt in range(20):
+        try:
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY)
+        except OSError:
+            if os.path.lexists(path):  # not a plain folder: move it out of the way
+                os.rename(path, "%s.agent-%d-%d" % (path, os.getpid(), attempt))
+            try:
+                os.makedirs(path, mode=0o755)
+            except FileExistsError:
+                pass
+            continue
+        try:
+            mount("tmpfs", "/proc/self/fd/%d" % fd, "tmpfs", MS_NOSUID | MS_NODEV,
+                  "size=%s,mode=0755" % PRIVATE_SIZES[path])
+        finally:
+            os.close(fd)
+        return
+    raise OSError("cannot make a private %s" % path)
 
 
 def seccomp_program():
@@ -184,6 +207,12 @@ def serve(ctl):
                 pid = spawn(msg, fds)
                 shells.add(pid)
                 send(ctl, {"op": "spawned", "pid": pid})
+            elif msg.get("op") == "mount" and msg.get("path") in PRIVATE_SIZES:
+                try:
+                    mount_private(msg["path"])
+                    send(ctl, {"op": "mounted"})
+                except OSError as exc:
+                    send(ctl, {"op": "mounted", "error": str(exc)})
 
 
 def main():

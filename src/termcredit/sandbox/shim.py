@@ -90,6 +90,7 @@ def handle(sessions, req, blobs):
         trace = s.unwatch()
         return send({"op": "watched", "integrity": s.take_integrity()}, trace)
     if op == "put":
+        s.mount_private(req["root"])
         write_tree(s.root_of(req["root"]), req["files"], blobs)
         return send({"op": "put"})
     if op == "collect":

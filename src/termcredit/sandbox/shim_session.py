@@ -323,6 +323,10 @@ class Session:
                     exit_code, ended_at = int(code), time.monotonic()
                 else:
                     self._flag("forged end marker for step %d" % seq)
+        if ended_at is not None:  # strace ends the marker's line when the chdir returns
+            while self.trace.find(b"\n", search_from) < 0 and time.monotonic() - ended_at < 0.5:
+                select.select([self.trace_fd], [], [], 0.01)
+                self._drain_trace()
         if ended_at is not None or not self.alive:
             self._drain_pipes(sinks)
         duration = (ended_at or time.monotonic()) - t0
@@ -453,6 +457,21 @@ class Session:
         if self.role != "verifier" or root not in ("/tests", "/logs/verifier"):
             raise ValueError("no private folder %r in the %s session" % (root, self.role))
         return "/proc/%d/root%s" % (self.init_pid, root)
+
+    def mount_private(self, root):
+        """Ask the init for a fresh private tmpfs at ``root`` (the verifier's /tests, made
+        only now so that the agent never even sees the folder)."""
+        self.root_of(root)
+        ctl_send(self.ctl, {"op": "mount", "path": root})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not self.ns_gone:
+            select.select([self.ctl], [], [], 0.05)
+            for msg in self._ctl_messages():
+                if msg.get("op") == "mounted":
+                    if msg.get("error"):
+                        raise RuntimeError(msg["error"])
+                    return
+        raise RuntimeError("no private %s in the %s namespace" % (root, self.role))
 
 
 def _safe_rel(rel):
