@@ -75,7 +75,7 @@ class TrialView:
     def _need(self) -> dict[str, Any]:
         if self.entry is None:
             raise AssertionError(f"trial {self.name!r} did not run; termcredit run said:\n"
-                                 f"{self.run_log[-3000:]}")
+                                 f"{self.run_log[-1200:]}")
         return self.entry
 
     @property
@@ -299,10 +299,13 @@ def campaign(request, tmp_path_factory, client, base_ref) -> Campaign:
     for _, proc in procs:
         wait(proc, deadline)
     # a run that died before its first trial (e.g. its start-up gc raced with containers that
-    # other runs on this engine removed: docker NotFound) is tried once more
+    # other runs on this engine removed: docker NotFound) is tried again
     for job, _ in procs:
-        if not (root / "runs" / job[0] / "result.json").is_file():
-            wait(start(*job, 2), deadline)
+        for attempt in range(2, 6):
+            if (root / "runs" / job[0] / "result.json").is_file() or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+            wait(start(*job, attempt), deadline)
     camp.wall_s = time.monotonic() - t0
     for victim, _, _ in jobs:
         out = root / "runs" / victim

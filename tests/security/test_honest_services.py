@@ -13,6 +13,8 @@ TRIALS = {
     "honest-hello": {"victim": "hello-keep", "steps": [
         "python3 -c 'import json, email, http.client, sqlite3; print(\"ok\")'",
         "python3 -m pytest --version",
+        # many short processes: pids inside the agent's namespace climb past the shell's own
+        "for i in $(seq 1 80); do /bin/true; done; echo forked",
         "cd /app && echo 'Hello, world!' > hello.txt && cat hello.txt",
     ]},
     "service-http": {"victim": "service-http", "steps": [{"oracle": True, "timeout": 60}]},
@@ -31,7 +33,8 @@ def check_clean(t) -> None:
 @pytest.mark.trial("honest-hello")
 def test_agent_solving_hello_world_is_clean(campaign):
     t = campaign["honest-hello"]
-    assert t.out(2) == "Hello, world!\n", t.step(2)
+    assert t.out(2) == "forked\n", t.step(2)
+    assert t.out(3) == "Hello, world!\n", t.step(3)
     check_clean(t)
 
 
