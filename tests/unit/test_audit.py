@@ -374,3 +374,34 @@ def test_check_reads_the_oracles_audit_hits_and_proposes_globs(tmp_path):
     clean.mkdir()
     (clean / "trajectory.json").write_text(json.dumps({"verifier": {"resources": ["/app/x"]}}))
     assert _trial_outcome({"trial_dir": str(clean), "reward": 1.0})[3] == []
+
+
+def test_module_named_like_the_test_runner_under_the_workdir_is_a_hit():
+    """`python3 -m pytest` run from /app imports /app/pytest.py before the real pytest; an
+    answer module with an ordinary name stays exempt."""
+    trace = (
+        '10    1.0 chdir("/__termcredit__/ab/s1") = -1 ENOENT (No such file or directory)\n'
+        '10    1.1 openat(-100</app>, "/app/pytest.py", 0x80000) = 3</app/pytest.py>\n'
+        '10    1.2 openat(-100</app>, "/app/_pytest/main.py", 0x80000) = 3</app/_pytest/main.py>\n'
+        '10    1.3 openat(-100</app>, "/app/solution.py", 0x80000) = 3</app/solution.py>\n'
+        '10    1.4 chdir("/__termcredit__/ab/e1.0") = -1 ENOENT (No such file or directory)\n'
+    )
+    changed = {"/app/pytest.py", "/app/_pytest/main.py", "/app/solution.py"}
+    hits = audit_verifier(trace, changed, workdir="/app", instruction="Write /app/solution.py.")
+    assert hits == [{"path": "/app/_pytest/main.py", "reason": "shadows a python module"},
+                    {"path": "/app/pytest.py", "reason": "shadows a python module"}]
+
+
+def test_executed_symlink_whose_target_the_agent_replaced_is_a_hit():
+    """execve names /usr/bin/python3; the kernel ran /usr/bin/python3.11, which the agent
+    replaced: the caller resolves the link in the container and passes the target."""
+    trace = (
+        '10    1.0 chdir("/__termcredit__/ab/s1") = -1 ENOENT (No such file or directory)\n'
+        '10    1.1 execve("/usr/bin/python3", ["python3", "-m", "pytest"], 0x1 /* 3 vars */) = 0\n'
+        '10    1.2 chdir("/__termcredit__/ab/e1.0") = -1 ENOENT (No such file or directory)\n'
+    )
+    changed = {"/usr/bin/python3.11"}
+    assert audit_verifier(trace, changed, workdir="/app", instruction="") == []
+    hits = audit_verifier(trace, changed, workdir="/app", instruction="",
+                          exec_targets={"/usr/bin/python3": ["/usr/bin/python3.11"]})
+    assert hits == [{"path": "/usr/bin/python3.11", "reason": "executed (as /usr/bin/python3)"}]

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..records import Trajectory, VerifierReport
 from ..sandbox import Sandbox
 from ..tasks import Task
-from ..tasks.audit import audit_verifier
+from ..tasks.audit import audit_verifier, verifier_loaded
 from ..tasks.verifier import run_verifier
 from ..tracer import EnvironmentLayer, parse_session, summarize
 
@@ -72,8 +72,10 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
     # what an agent process made: all changes up to verification, the agent's traced writes
     # during it, and changes during it that the verifier's own trace does not explain
     changed = before | during | (after - before - verifier_wrote) | traj.written_paths()
+    executed = sorted(verifier_loaded(verifier_trace)[1])
     hits = audit_verifier(verifier_trace, changed, workdir=sandbox.workdir,
-                          instruction=task.instruction, may_modify=task.agent_may_modify)
+                          instruction=task.instruction, may_modify=task.agent_may_modify,
+                          exec_targets=agent.resolve(executed) if executed else {})
     hit_paths = {h["path"] for h in hits}
     report.tampering = sorted(
         f"{p}: written by an agent process during verification" for p in during

@@ -43,7 +43,8 @@ def gc(client: Any, *, run_id: str | None = None, everything: bool = False) -> l
     """Remove termcredit containers whose owner is dead (or those of ``run_id``, or all)."""
     flt = {"label": f"{LABEL_RUN}={run_id}" if run_id else LABEL_RUN}
     removed = []
-    for c in client.containers.list(all=True, filters=flt):
+    # ignore_removed: another run may remove a container between the listing and its inspect
+    for c in client.containers.list(all=True, filters=flt, ignore_removed=True):
         token = c.labels.get(LABEL_OWNER, "")
         if everything or run_id or not owner_alive(token):
             try:

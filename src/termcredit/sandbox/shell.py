@@ -40,8 +40,10 @@ TRACED_SYSCALLS = (
     "execve,execveat,clone,clone3,fork,vfork,chdir,fchdir,"
     "utimensat,fchmodat,chmod,fchownat,chown,lchown,utime,utimes,futimesat"
 )
+# --pidns-translation: the agent's processes live in their own PID namespace; a clone's return
+# value must name the child as the line prefixes do (strace's namespace).
 STRACE_ARGV = [
-    "strace", "-f", "-q", "-e", "signal=none", "--seccomp-bpf", "-y", "-X", "raw", "-ttt",
+    "strace", "-f", "--pidns-translation", "-q", "-e", "signal=none", "--seccomp-bpf", "-y", "-X", "raw", "-ttt",
     "-s", "4096", "-e", f"trace={TRACED_SYSCALLS}", "-o",
 ]
 MARKER_ROOT = "/__termcredit__"
@@ -267,6 +269,17 @@ class TracedShell:
                  and len(frame.blobs) == len(paths), "snapshot entries")
         return [_file_state(path, entry, blob, content_cap)
                 for path, entry, blob in zip(paths, entries, frame.blobs)]
+
+    def resolve(self, paths: list[str]) -> dict[str, list[str]]:
+        """path -> the files the kernel runs for it (symlink target, ``#!`` interpreter)."""
+        paths = list(paths)
+        frame = self._req("resolve", paths=paths, max_blobs=0, limit=0)
+        targets = frame.header.get("targets")
+        _require(isinstance(targets, list) and len(targets) == len(paths) and all(
+            isinstance(t, list) and len(t) <= 2 and all(
+                isinstance(x, str) and x.startswith("/") and len(x) <= 4096 for x in t)
+            for t in targets), "resolve")
+        return {p: t for p, t in zip(paths, targets) if t}
 
     def finish(self, grace: float = 2.0) -> str:
         """End the shell and every process of its namespace (after up to ``grace`` s for them

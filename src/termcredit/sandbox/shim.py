@@ -15,7 +15,8 @@ whose byte lengths the header lists in ``"blobs"``. Every request names its sess
   start {cwd, env} -> ready + startup trace      run {seq, cmd, timeout, cap} -> result + out, err, trace
   snapshot {paths, content_cap} -> snapshot      finish {grace} / kill -> finished + trace tail
   watch / unwatch -> watched + trace             put {root, files} + blobs -> put
-  collect {root, max_file, max_total} -> collected + blobs                    close
+  collect {root, max_file, max_total} -> collected + blobs
+  resolve {paths} -> resolved {targets}                                       close
 """
 import json
 import os
@@ -27,7 +28,8 @@ import threading
 import time
 
 try:  # imported as part of the package (tests); in the sandbox shim_session's source comes first
-    from .shim_session import Session, ansi_c_quote, read_tree, snapshot, write_tree  # noqa: F401
+    from .shim_session import (Session, ansi_c_quote, read_tree, resolve,  # noqa: F401
+                               snapshot, write_tree)
 except ImportError:
     pass
 
@@ -80,6 +82,8 @@ def handle(sessions, req, blobs):
     if op == "snapshot":
         header, parts = snapshot(req["paths"], req.get("content_cap", 1 << 18))
         return send(header, *parts)
+    if op == "resolve":
+        return send({"op": "resolved", "targets": resolve(req["paths"])})
     if op in ("finish", "kill"):
         tail = s.finish(0.0 if op == "kill" else req.get("grace", 2.0))
         return send({"op": "finished", "integrity": s.take_integrity()}, tail)

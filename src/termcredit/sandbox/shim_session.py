@@ -166,9 +166,12 @@ class Session:
     def describe(self):
         return {"role": self.role, "init_pid": self.init_pid}
 
-    def take_trace(self):
-        data = bytes(self.trace)
-        del self.trace[:]
+    def take_trace(self, whole=False):
+        """The trace so far, up to its last complete line (a line strace is still writing
+        stays for the next piece, so no piece ends or starts with half a line)."""
+        end = len(self.trace) if whole else self.trace.rfind(b"\n") + 1
+        data = bytes(self.trace[:end])
+        del self.trace[:end]
         return data
 
     def take_integrity(self):
@@ -345,7 +348,6 @@ class Session:
             header["shell_restarted"] = True
             if not self.ns_gone:
                 self.start(self.cwd if os.path.isdir(self.cwd) else "/", self.env)
-                header["restart_trace_len"] = len(self.trace)
                 trace += self.take_trace()
         header.update(stdout_dropped=out.dropped, stderr_dropped=err.dropped,
                       integrity=self.take_integrity())
@@ -404,7 +406,7 @@ class Session:
             if not self._drain_trace():
                 break
         self.alive = False
-        return self.take_trace()
+        return self.take_trace(whole=True)
 
     def kill_namespace(self):
         """SIGKILL to the init ends every process of the namespace."""
@@ -573,6 +575,25 @@ def file_state(path, content_cap):
     STAT_CACHE[path] = (key, digest)
     entry.update(sha256=digest, text=bool(content) or info.st_size == 0)
     return entry, content
+
+
+def resolve(paths):
+    """For each executed path, what the kernel really ran: the end of its symlink chain and,
+    for a script, its ``#!`` interpreter (neither shows in the trace)."""
+    out = []
+    for path in paths:
+        real, interp = os.path.realpath(path), None
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                head = f.read(256) if st.S_ISREG(os.fstat(fd).st_mode) else b""
+            words = head[2:].split(b"\n")[0].split() if head.startswith(b"#!") else []
+            if words and words[0].startswith(b"/"):
+                interp = os.path.realpath(words[0].decode("utf-8", "replace"))
+        except OSError:
+            pass
+        out.append(sorted({t for t in (real, interp) if t and t != path}))
+    return out
 
 
 def snapshot(paths, content_cap):

@@ -62,6 +62,7 @@ def _more_args(n: int) -> str:
 # After the arguments: lines._RET verbatim (match, not fullmatch: the rest is ignored).
 _RET = (
     r"\s*=\s*(?P<ret>0x[0-9a-fA-F]{1,16}(?![0-9a-fA-F])|-?[0-9]{1,20}(?![0-9])|\?)"
+    r"(?:\s*/\* (?P<nsret>[0-9]{1,10}) in strace's PID NS \*/)?"  # --pidns-translation: the pid as strace sees it
     r"(?:<(?P<ann>[^<>\n]*)>)?(?P<deleted>\s*\(deleted\))?"
     r"(?:\s+(?P<errno>E[A-Z0-9_]+))?"
 )
@@ -72,7 +73,7 @@ PREFIX = re.compile(_PREFIX, re.A)
 # and `$` stop at `\n` only, so the rows are text.split("\n").
 ROWS = re.compile(rf"^(?:{_PREFIX})?(.*)$", re.A | re.M)
 # groups(): name, MAX_ARGS arguments (None from the first absent one on), the further ones
-# (`, ARG, ARG`; None unless all MAX_ARGS are there), ret, ann, deleted, errno
+# (`, ARG, ARG`; None unless all MAX_ARGS are there), ret, nsret, ann, deleted, errno
 BODY = re.compile(
     rf"([A-Za-z_][A-Za-z0-9_]*)\((?:({ARG}){_more_args(MAX_ARGS - 1)})?+\){_RET}",
     re.A,

@@ -27,6 +27,7 @@ _RESUMED = re.compile(r"<\.\.\. ([A-Za-z_][A-Za-z0-9_]*) resumed>(.*)", re.S | r
 _UNFINISHED = " <unfinished ...>"
 _RET = re.compile(
     r"\s*=\s*(?P<ret>0x[0-9a-fA-F]{1,16}(?![0-9a-fA-F])|-?[0-9]{1,20}(?![0-9])|\?)"
+    r"(?:\s*/\* (?P<nsret>[0-9]{1,10}) in strace's PID NS \*/)?"  # --pidns-translation: a child's pid as strace (and the line prefix) sees it
     r"(?:<(?P<ann>[^<>\n]*)>)?(?P<deleted>\s*\(deleted\))?"
     r"(?:\s+(?P<errno>E[A-Z0-9_]+))?",
     re.A,
@@ -216,7 +217,7 @@ class LineParser:
         if ret_m is None:
             self.stats.skipped += 1
             return None
-        ret_text = ret_m.group("ret")
+        ret_text = ret_m.group("nsret") or ret_m.group("ret")
         if ret_text == "?":
             ret = None
         elif ret_text.startswith("0x"):
@@ -258,7 +259,8 @@ def _fast_body(body: str) -> tuple | bool:
     if m is None:
         return False
     groups = m.groups()
-    ret_text, ann, deleted, errno = groups[-4:]
+    ret_text, nsret, ann, deleted, errno = groups[-5:]
+    ret_text = nsret or ret_text
     if ret_text == "?":
         ret = None
     elif ret_text.startswith("0x"):

@@ -217,3 +217,18 @@ def test_huge_marker_sequence_number_is_not_a_marker() -> None:
 
     trace = parse_session('1 1.0 chdir("/__termcredit__/ab/s' + "1" * 5000 + '") = -1 ENOENT (x)\n')
     assert trace.commands == {} and trace.unattributed == []
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_pidns_translation_gives_the_child_pid_as_line_prefixes_show_it(monkeypatch, fast_path):
+    """The agent's shell lives in its own PID namespace: clone returns the inner pid (3), and
+    --pidns-translation adds the pid strace prints in line prefixes (28)."""
+    from termcredit.tracer import fast
+
+    monkeypatch.setattr(fast, "ENABLED", fast_path)
+    text = ("27    1.5 clone(child_stack=NULL, flags=0x1200000|17, child_tidptr=0x7f) = 3 "
+            "/* 28 in strace's PID NS */\n"
+            "28    1.6 execve(\"/bin/true\", [\"/bin/true\"], 0x56 /* 7 vars */) = 0\n")
+    records, stats = parse_records(text)
+    assert stats.skipped == 0
+    assert [(r.name, r.pid, r.ret) for r in records] == [("clone", 27, 28), ("execve", 28, 0)]
