@@ -1,5 +1,7 @@
 """The traced persistent shell against a real container and real strace."""
 
+import time
+
 import pytest
 
 pytestmark = pytest.mark.docker
@@ -141,3 +143,31 @@ def test_finish_collects_late_background_writes(sandbox):
     sb.run("(sleep 0.5; echo bg > /tmp/bgfile) & echo fg")
     tail = sb.shell.finish(grace=5)
     assert '"/tmp/bgfile", 0x241' in tail
+
+
+def test_exit_with_a_background_job_alive_returns_at_once_and_the_job_stays_traced(sandbox):
+    """The shell's end is seen from the namespace init, not from strace's exit: a traced
+    background job that outlives `exit` once made the host call hang until its timeout."""
+    sb = sandbox()
+    sb.run("cd /tmp; (for i in $(seq 40); do echo $i > /tmp/bg.$i; sleep 0.05; done) &")
+    r = sb.run("exit 4", timeout=20)
+    assert (r.exit_code, r.shell_restarted) == (4, True)
+    assert r.duration_s < 2
+    assert sb.run("pwd").stdout == "/tmp\n"  # the new shell starts where the old one stood
+    sb.shell.watch()  # nothing to run: the job writes on its own
+    time.sleep(2.5)
+    window = sb.shell.unwatch()
+    assert '"/tmp/bg.40", 0x241' in window  # the job's later writes are still in the trace
+
+
+def test_agent_sees_only_its_own_processes_and_capabilities(sandbox):
+    sb = sandbox()
+    r = sb.run("ps -eo pid,comm --no-headers; grep -E '^Cap(Eff|Bnd|Inh|Amb)' /proc/self/status")
+    comms = [line.split()[1] for line in r.stdout.splitlines() if line[:1] == " "
+             or line.split()[0].isdigit()]
+    assert "strace" not in comms and comms.count("python3") == 1  # only its namespace's init
+    caps = dict(line.split(":\t") for line in r.stdout.splitlines() if line.startswith("Cap"))
+    # chown dac_override fowner fsetid kill setgid setuid net_bind_service = 0x4fb
+    assert caps == {"CapEff": "00000000000004fb", "CapBnd": "00000000000004fb",
+                    "CapInh": "0000000000000000", "CapAmb": "0000000000000000"}
+    assert sb.run("unshare -U true").exit_code != 0  # no user namespaces (seccomp)

@@ -88,7 +88,8 @@ def add_subverbs(p: argparse.ArgumentParser) -> None:
                     help="task folder or folder of tasks (default tasks/)")
     ls.set_defaults(func=_cmd_list)
 
-    ck = sub.add_parser("check", help="build each task, oracle must score 1 and nop 0",
+    ck = sub.add_parser("check", help="build each task, oracle must score 1 (not suspect: the "
+                        "agent_may_modify it needs is printed) and nop 0",
                         description="For each task: load it, build its image (instances 0 and 1 "
                         "for parametrised tasks), run the oracle (reward must be 1) and the nop "
                         "agent (reward must be 0), and require the verifier to inspect at least "
