@@ -103,3 +103,131 @@ def test_find_tasks_folder_of_tasks(tmp_path):
     assert [t.name for t in find_tasks([tmp_path])] == ["a", "b"]
     with pytest.raises(TaskError, match="no task.toml"):
         find_tasks([tmp_path / "notes"])
+
+
+# ------------------------------------------------------------------ strict keys and ranges
+
+
+def load_error(tmp_path: Path, toml: str) -> TaskError:
+    root = make_task(tmp_path / "bad", toml)
+    with pytest.raises(TaskError) as err:
+        load_task(root)
+    assert str(err.value).startswith(f"{root / 'task.toml'}: field '{err.value.field}': ")
+    return err.value
+
+
+@pytest.mark.parametrize(
+    ("toml", "field", "message"),
+    [
+        ("[agent]\ntimout_sec = 5\n", "agent.timout_sec",
+         "unknown key 'timout_sec' in [agent]; did you mean 'timeout_sec'?"),
+        ("[environmnet]\ncpus = 1\n", "environmnet",
+         "unknown section [environmnet]; did you mean [environment]?"),
+        ('[task]\nnmae = "x"\n', "task.nmae", "unknown key 'nmae' in [task]; did you mean 'name'?"),
+        ("[verifier]\ntimeout = 5\n", "verifier.timeout",
+         "unknown key 'timeout' in [verifier]; did you mean 'timeout_sec'?"),
+        ("[environment]\nmemory = 512\n", "environment.memory",
+         "unknown key 'memory' in [environment]; did you mean 'memory_mb'?"),
+        ('[solution]\nenvs = { A = "1" }\n', "solution.envs",
+         "unknown key 'envs' in [solution]; did you mean 'env'?"),
+        ("[agent]\nmemory_mb = 512\n", "agent.memory_mb",
+         "unknown key 'memory_mb' in [agent]; it belongs in [environment]"),
+        ("[verifier]\nfoo = 1\n", "verifier.foo",
+         "unknown key 'foo' in [verifier]; valid keys: timeout_sec, env, agent_processes, "
+         "on_suspect, agent_may_modify"),
+        ("[environment.limits]\ncpus = 1\n", "environment.limits",
+         "unknown key 'limits' in [environment]; valid keys: build_timeout_sec, cpus, memory_mb, "
+         "storage_mb, allow_internet, docker_image, env"),
+        ('schema_verison = "1.1"\n', "schema_verison",
+         "unknown top-level key 'schema_verison'; did you mean 'schema_version'?"),
+        ("timeout_sec = 5\n", "timeout_sec",
+         "unknown top-level key 'timeout_sec'; it belongs in [agent] or [verifier]"),
+        ("[extras]\nx = 1\n", "extras",
+         "unknown section [extras]; valid sections: [task], [agent], [verifier], [environment], "
+         "[solution], [metadata]; top-level keys: schema_version, version"),
+        ("[environment]\ngpus = 1\n", "environment.gpus",
+         "not supported: the sandbox has no GPUs (a Harbor key termcredit does not implement); "
+         "remove it"),
+        ('[verifier]\nuser = "root"\n', "verifier.user",
+         "not supported: the verifier's user cannot be chosen (a Harbor key termcredit does not "
+         "implement); remove it"),
+        ("[[steps]]\nname = 'a'\n", "steps",
+         "not supported: multi-step tasks are not supported (a Harbor key termcredit does not "
+         "implement); remove it"),
+        ('[task]\nkeywords = "a, b"\n', "task.keywords", "must be a list, got str 'a, b'"),
+        ("[task]\nkeywords = [1]\n", "task.keywords", "must be a list of strings"),
+    ],
+)
+def test_unknown_key_names_file_key_and_nearest(tmp_path, toml, field, message):
+    err = load_error(tmp_path, toml)
+    assert err.field == field
+    assert str(err).endswith(f": field '{field}': {message}")
+
+
+def test_free_form_and_harbor_keys_load(tmp_path):
+    task = load_task(make_task(tmp_path / "t", (
+        'schema_version = "1.1"\nversion = "2"\n'
+        '[task]\nname = "org/t"\ndescription = "d"\nauthors = [{ name = "A", email = "a@b" }]\n'
+        'keywords = ["x"]\n'
+        '[metadata]\nanything = { nested = [1, 2] }\nexpert_time_estimate_min = 3\n'
+        '[environment]\ngpus = 0\nenv = { ANY_NAME = "v" }\n[solution]\nenv = { K = "v" }\n')))
+    assert task.name == "t" and task.metadata["anything"] == {"nested": [1, 2]}
+    assert task.env == {"ANY_NAME": "v"} and task.solution_env == {"K": "v"}
+
+
+@pytest.mark.parametrize(
+    ("toml", "field", "message"),
+    [
+        ("[verifier]\ntimeout_sec = 1e30\n", "verifier.timeout_sec",
+         "must be greater than 0 and at most 86400 (seconds), got 1e+30"),
+        ("[agent]\ntimeout_sec = 86401\n", "agent.timeout_sec",
+         "must be greater than 0 and at most 86400 (seconds), got 86401"),
+        ("[agent]\ntimeout_sec = inf\n", "agent.timeout_sec", "must be a finite number, got inf"),
+        ("[verifier]\ntimeout_sec = nan\n", "verifier.timeout_sec",
+         "must be a finite number, got nan"),
+        ("[environment]\nbuild_timeout_sec = -inf\n", "environment.build_timeout_sec",
+         "must be a finite number, got -inf"),
+        ("[environment]\nbuild_timeout_sec = 0.0\n", "environment.build_timeout_sec",
+         "must be greater than 0 and at most 86400 (seconds), got 0.0"),
+        ("[environment]\ncpus = 65\n", "environment.cpus",
+         "must be greater than 0 and at most 64 (CPUs), got 65"),
+        ("[environment]\ncpus = 0\n", "environment.cpus",
+         "must be greater than 0 and at most 64 (CPUs), got 0"),
+        ("[environment]\ncpus = nan\n", "environment.cpus", "must be a finite number, got nan"),
+        ("[environment]\nmemory_mb = 15\n", "environment.memory_mb",
+         "must be at least 16 and at most 1048576 (MiB), got 15"),
+        ("[environment]\nmemory_mb = 1048577\n", "environment.memory_mb",
+         "must be at least 16 and at most 1048576 (MiB), got 1048577"),
+        ("[environment]\nstorage_mb = 10485761\n", "environment.storage_mb",
+         "must be at least 16 and at most 10485760 (MiB), got 10485761"),
+        ("[environment]\nstorage_mb = 1e3\n", "environment.storage_mb",
+         "must be an integer, got float 1000.0"),
+        ("[environment]\nallow_internet = true\n", "environment.allow_internet",
+         "not supported: the sandbox has no network; remove it or set false"),
+    ],
+)
+def test_numbers_are_range_checked_at_load(tmp_path, toml, field, message):
+    err = load_error(tmp_path, toml)
+    assert err.field == field
+    assert str(err).endswith(f": field '{field}': {message}")
+
+
+def test_range_edges_load(tmp_path):
+    task = load_task(make_task(tmp_path / "t", (
+        "[agent]\ntimeout_sec = 86400\n[verifier]\ntimeout_sec = 0.5\n"
+        "[environment]\nbuild_timeout_sec = 86400.0\ncpus = 64\nmemory_mb = 16\n"
+        "storage_mb = 10485760\nallow_internet = false\n")))
+    assert (task.agent_timeout_sec, task.verifier_timeout_sec, task.build_timeout_sec) == (
+        86400.0, 0.5, 86400.0)
+    assert (task.cpus, task.memory_mb, task.storage_mb, task.allow_internet) == (
+        64.0, 16, 10485760, False)
+    task = load_task(make_task(tmp_path / "u", "[environment]\ncpus = 0.25\nmemory_mb = 1048576\n"))
+    assert (task.cpus, task.memory_mb) == (0.25, 1048576)
+
+
+def test_every_shipped_task_and_fixture_loads():
+    folders = [d for base in (REPO / "tasks", REPO / "tests" / "fixtures" / "tasks")
+               for d in sorted(base.iterdir()) if (d / "task.toml").is_file()]
+    assert len(folders) > 25
+    for folder in folders:
+        load_task(folder)

@@ -2,11 +2,15 @@
 
 A task is a folder with ``instruction.md``, ``task.toml``, ``environment/Dockerfile`` (+ files),
 ``tests/test.sh`` (+ files) and optionally ``solution/solve.sh``. Every error names the file and
-the field at fault, so a user can fix a task without reading this code.
+the field at fault, so a user can fix a task without reading this code. The loader is strict: an
+unknown section or key (outside the free-form ``[metadata]`` and ``env`` tables) is an error that
+names the nearest valid key, and numbers are range-checked when the task loads.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,16 +68,16 @@ class Task:
         return (self.solution_dir / "solve.sh").is_file()
 
 
-# (section, key) -> (Task attribute, accepted types, check, description)
+# (section, key) -> (Task attribute, accepted types, check)
 _NUM = (int, float)
 _FIELDS: dict[tuple[str, str], tuple[str, tuple[type, ...], str]] = {
-    ("agent", "timeout_sec"): ("agent_timeout_sec", _NUM, "positive"),
-    ("verifier", "timeout_sec"): ("verifier_timeout_sec", _NUM, "positive"),
-    ("environment", "build_timeout_sec"): ("build_timeout_sec", _NUM, "positive"),
-    ("environment", "cpus"): ("cpus", _NUM, "positive"),
-    ("environment", "memory_mb"): ("memory_mb", (int,), "positive"),
-    ("environment", "storage_mb"): ("storage_mb", (int,), "positive"),
-    ("environment", "allow_internet"): ("allow_internet", (bool,), "any"),
+    ("agent", "timeout_sec"): ("agent_timeout_sec", _NUM, "range"),
+    ("verifier", "timeout_sec"): ("verifier_timeout_sec", _NUM, "range"),
+    ("environment", "build_timeout_sec"): ("build_timeout_sec", _NUM, "range"),
+    ("environment", "cpus"): ("cpus", _NUM, "range"),
+    ("environment", "memory_mb"): ("memory_mb", (int,), "range"),
+    ("environment", "storage_mb"): ("storage_mb", (int,), "range"),
+    ("environment", "allow_internet"): ("allow_internet", (bool,), "no internet"),
     ("environment", "docker_image"): ("docker_image", (str,), "nonempty"),
     ("environment", "env"): ("env", (dict,), "strmap"),
     ("verifier", "env"): ("verifier_env", (dict,), "strmap"),
@@ -82,6 +86,40 @@ _FIELDS: dict[tuple[str, str], tuple[str, tuple[type, ...], str]] = {
     ("verifier", "on_suspect"): ("on_suspect", (str,), "one of: zero flag"),
     ("verifier", "agent_may_modify"): ("agent_may_modify", (list,), "absolute globs"),
     ("metadata", ""): ("metadata", (dict,), "any"),
+}
+# (section, key) -> (low, low included, high, unit): checked when the task loads, so a value
+# that cannot work (1e30 seconds, nan CPUs) is named here instead of failing mid-run
+_DAY = 86400
+_RANGES: dict[tuple[str, str], tuple[float, bool, float, str]] = {
+    ("agent", "timeout_sec"): (0, False, _DAY, "seconds"),
+    ("verifier", "timeout_sec"): (0, False, _DAY, "seconds"),
+    ("environment", "build_timeout_sec"): (0, False, _DAY, "seconds"),
+    ("environment", "cpus"): (0, False, 64, "CPUs"),
+    ("environment", "memory_mb"): (16, True, 1048576, "MiB"),
+    ("environment", "storage_mb"): (16, True, 10485760, "MiB"),
+}
+# Keys of [task] termcredit reads (name) or keeps as Harbor documents them (description,
+# authors, keywords): key -> accepted types
+_TASK_KEYS: dict[str, tuple[type, ...]] = {"name": (str,), "description": (str,),
+                                           "authors": (list,), "keywords": (list,)}
+_TOP_KEYS = ("schema_version", "version")  # top-level values that are not sections
+# Every key the loader knows, per section ("" is the top level). [metadata] and the env tables
+# are free-form; anything else unknown is a typo (or a Harbor feature termcredit lacks) and an
+# error, never silently ignored.
+_KNOWN: dict[str, tuple[str, ...]] = {"": _TOP_KEYS, "task": tuple(_TASK_KEYS)} | {
+    section: tuple(k for s, k in _FIELDS if s == section and k) for section, _ in _FIELDS}
+_SECTIONS = tuple(s for s in _KNOWN if s)
+# Harbor task.toml keys termcredit does not implement: named as such, not as typos
+_UNSUPPORTED: dict[tuple[str, str], str] = {
+    ("", "steps"): "multi-step tasks are not supported",
+    ("", "artifacts"): "artifact collection is not supported",
+    ("agent", "user"): "the agent's user cannot be chosen",
+    ("verifier", "user"): "the verifier's user cannot be chosen",
+    ("verifier", "environment_mode"): "the verifier runs in the agent's container",
+    ("environment", "gpus"): "the sandbox has no GPUs",
+    ("environment", "gpu_types"): "the sandbox has no GPUs",
+    ("environment", "mcp_servers"): "MCP servers are not supported",
+    ("environment", "skills_dir"): "skills are not supported",
 }
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
                dict: "a table", list: "a list"}
@@ -92,8 +130,17 @@ def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: s
     if not ok:
         want = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in types))
         raise TaskError(file, f"must be {want}, got {type(value).__name__} {value!r}", dotted)
-    if rule == "positive" and value <= 0:
-        raise TaskError(file, f"must be greater than 0, got {value!r}", dotted)
+    if rule == "range":
+        low, low_in, high, unit = _RANGES[tuple(dotted.split(".", 1))]  # type: ignore[index]
+        if not math.isfinite(value):
+            raise TaskError(file, f"must be a finite number, got {value!r}", dotted)
+        if value < low or (value == low and not low_in) or value > high:
+            lower = f"at least {low}" if low_in else f"greater than {low}"
+            raise TaskError(file, f"must be {lower} and at most {high} ({unit}), "
+                            f"got {value!r}", dotted)
+    if rule == "no internet" and value:
+        raise TaskError(file, "not supported: the sandbox has no network; remove it or set "
+                        "false", dotted)
     if rule == "nonempty" and not value.strip():
         raise TaskError(file, "must not be empty", dotted)
     if rule.startswith("one of: "):
@@ -116,6 +163,66 @@ def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: s
     return float(value) if types is _NUM else value
 
 
+def _unknown(file: Path, section: str, key: str, value: Any) -> TaskError:
+    """The error for a key the loader does not know: the nearest valid key, or where the key
+    belongs, or the valid keys."""
+    dotted = f"{section}.{key}" if section else key
+    if (section, key) in _UNSUPPORTED:
+        return TaskError(file, f"not supported: {_UNSUPPORTED[(section, key)]} (a Harbor key "
+                         "termcredit does not implement); remove it", dotted)
+    valid = _KNOWN[section]
+    if section == "":
+        table = isinstance(value, dict)
+        what = f"unknown section [{key}]" if table else f"unknown top-level key '{key}'"
+        names = _SECTIONS if table else valid + _SECTIONS
+        near = difflib.get_close_matches(key, names, n=1, cutoff=0.7)
+        if near:
+            shown = f"[{near[0]}]" if near[0] in _SECTIONS else f"'{near[0]}'"
+            return TaskError(file, f"{what}; did you mean {shown}?", dotted)
+        homes = [s for s in _SECTIONS if key in _KNOWN[s]]
+        if homes:
+            return TaskError(file, f"{what}; it belongs in " + " or ".join(
+                f"[{s}]" for s in homes), dotted)
+        return TaskError(file, f"{what}; valid sections: " + ", ".join(
+            f"[{s}]" for s in _SECTIONS) + "; top-level keys: " + ", ".join(_TOP_KEYS), dotted)
+    what = f"unknown key '{key}' in [{section}]"
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.7)
+    if near:
+        return TaskError(file, f"{what}; did you mean '{near[0]}'?", dotted)
+    homes = [s for s in _SECTIONS if s != section and key in _KNOWN[s]]
+    if homes:
+        return TaskError(file, f"{what}; it belongs in " + " or ".join(
+            f"[{s}]" for s in homes), dotted)
+    return TaskError(file, f"{what}; valid keys: " + ", ".join(valid), dotted)
+
+
+def _harmless(section: str, key: str, value: Any) -> bool:
+    """Harbor's ``gpus = 0`` (its default) asks for nothing termcredit lacks."""
+    return (section, key) == ("environment", "gpus") and type(value) is int and value == 0
+
+
+def _check_keys(file: Path, data: dict[str, Any]) -> None:
+    """Every section and key is one the loader knows ([metadata] and env tables are free)."""
+    for section, body in data.items():
+        if section in _TOP_KEYS:
+            continue
+        if section not in _SECTIONS:
+            raise _unknown(file, "", section, body)
+        if not isinstance(body, dict):
+            raise TaskError(file, f"must be a table ([{section}]), got {body!r}", section)
+        if section == "metadata":
+            continue
+        for key, value in body.items():
+            if key not in _KNOWN[section] and not _harmless(section, key, value):
+                raise _unknown(file, section, key, value)
+    for key, types in _TASK_KEYS.items():
+        if key in data.get("task", {}) and key != "name":
+            value = data["task"][key]
+            _check(file, f"task.{key}", value, types, "any")
+            if key == "keywords" and not all(isinstance(k, str) for k in value):
+                raise TaskError(file, "must be a list of strings", "task.keywords")
+
+
 def load_task(path: str | Path) -> Task:
     """Load and validate one task folder; raises TaskError naming the file and field."""
     root = Path(path).resolve()
@@ -131,12 +238,8 @@ def load_task(path: str | Path) -> Task:
     except UnicodeDecodeError as exc:
         raise TaskError(toml_path, "not UTF-8 text") from exc
 
+    _check_keys(toml_path, data)
     kwargs: dict[str, Any] = {}
-    for section, body in data.items():
-        if section in ("schema_version", "version"):
-            continue
-        if not isinstance(body, dict):
-            raise TaskError(toml_path, f"must be a table ([{section}]), got {body!r}", section)
     for (section, key), (attr, types, rule) in _FIELDS.items():
         body = data.get(section)
         if body is None:
