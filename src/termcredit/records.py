@@ -45,6 +45,7 @@ class CommandRecord:
     duration_s: float
     timed_out: bool = False
     output_truncated: bool = False
+    trace_dropped: int = 0  # bytes of this step's trace cut out (head and tail kept)
     shell_restarted: bool = False  # the command ended the shell (exit, killed builtin loop)
     seq: int = 0
     trace: str = ""  # raw strace lines from start marker to end marker (not serialised)

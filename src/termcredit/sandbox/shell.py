@@ -49,7 +49,7 @@ STRACE_ARGV = [
 MARKER_ROOT = "/__termcredit__"
 SESSIONS = ("agent", "verifier")
 MAX_HEADER = 1 << 20  # bytes of JSON in one frame header
-MAX_TRACE = 1 << 30  # bytes of trace in one frame (the tracer's own bound comes later)
+MAX_TRACE = 80 << 20  # bytes of trace in one frame (a step's is cut to 20 MiB in the shim)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _KINDS = {"file", "dir", "symlink", "missing", "other", "unreadable"}
 
@@ -256,6 +256,7 @@ class TracedShell:
             timed_out=h["timed_out"],
             output_truncated=bool(h.get("stdout_dropped") or h.get("stderr_dropped")),
             shell_restarted=h["shell_restarted"], trace=trace_text, end_token=token,
+            trace_dropped=h.get("trace_dropped") if type(h.get("trace_dropped")) is int else 0,
             integrity=_reasons(h.get("integrity", [])),
         )
 

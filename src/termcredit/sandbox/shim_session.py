@@ -17,6 +17,7 @@ import time
 GRACE_S = 1.0  # after killing a timed-out command's processes, wait this long before killing bash
 TAIL_KEEP = 4096
 WATCH_CAP = 64 << 20  # trace kept while watching agent processes during verification
+TRACE_HEAD, TRACE_TAIL = 12 << 20, 4 << 20  # a step's trace kept: head and tail, whole lines
 BATCH_AFTER_S, BATCH_SLEEP_S = 0.01, 0.003
 LOADER = "import os,sys;exec(compile(os.read(int(sys.argv[2]),1<<20),'termcredit-nsinit','exec'))"
 # Commands run inside a function so that a timeout can abandon the whole command list (the USR1
@@ -119,6 +120,7 @@ class Session:
         self.alive, self.bash_pid, self.bash_inner, self.init_pid = False, None, None, None
         self.stdin_w = self.out_fd = self.err_fd = None
         self.cwd, self.watcher, self.ns_gone, self.bash_code = "/", None, False, None
+        self.trace_dropped = 0
         self.ctl, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl.setblocking(False)
         src_r, src_w = os.pipe()
@@ -205,6 +207,18 @@ class Session:
                 self.alive, self.bash_code = False, msg.get("code")
             out.append(msg)
 
+    def _cut_trace(self):
+        """Bound a step's trace while it streams: keep its head and its tail (whole lines;
+        the end marker is in the tail) and count what was dropped between them. Returns where
+        the tail starts."""
+        head = self.trace.rfind(b"\n", 0, TRACE_HEAD) + 1
+        tail = self.trace.find(b"\n", len(self.trace) - TRACE_TAIL) + 1
+        if head <= 0 or tail <= head:
+            return head
+        self.trace_dropped += tail - head
+        del self.trace[head:tail]
+        return head
+
     def _drain_trace(self):
         try:
             while True:
@@ -273,6 +287,7 @@ class Session:
             ansi_c_quote(cmd), self.mark, seq, self.mark, seq, token)
         before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
         out, err = Capped(cap), Capped(cap)
+        self.trace_dropped = 0
         sinks = {self.out_fd: out, self.err_fd: err}
         open_fds = [self.out_fd, self.err_fd, self.trace_fd, self.ctl]
         t0 = time.monotonic()
@@ -313,6 +328,8 @@ class Session:
                         open_fds.remove(fd)
                         self.alive = False
                         self._flag("the tracer stopped during the command")
+                    if len(self.trace) > TRACE_HEAD + 2 * TRACE_TAIL:
+                        search_from = self._cut_trace()
                 elif not self._read_into(fd, sinks[fd]):
                     open_fds.remove(fd)
             while ended_at is None:
@@ -350,7 +367,7 @@ class Session:
                 self.start(self.cwd if os.path.isdir(self.cwd) else "/", self.env)
                 trace += self.take_trace()
         header.update(stdout_dropped=out.dropped, stderr_dropped=err.dropped,
-                      integrity=self.take_integrity())
+                      trace_dropped=self.trace_dropped, integrity=self.take_integrity())
         return header, out.value(), err.value(), trace
 
     def _drain_pipes(self, sinks):
@@ -403,7 +420,10 @@ class Session:
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             select.select([self.trace_fd], [], [], 0.05)
-            if not self._drain_trace():
+            more = self._drain_trace()
+            if len(self.trace) > TRACE_HEAD + 2 * TRACE_TAIL:
+                self._cut_trace()
+            if not more:
                 break
         self.alive = False
         return self.take_trace(whole=True)
