@@ -1,7 +1,10 @@
+from types import SimpleNamespace
+
 import pytest
 
-from termcredit.records import CommandRecord
-from termcredit.trainer.actions import format_observation, parse_action
+from termcredit.harness.agents import AgentEnv, InvalidAction, ReplayAgent, make_agent_factory
+from termcredit.records import CommandRecord, Trajectory
+from termcredit.trainer.actions import format_observation, invalid_observation, parse_action
 
 
 @pytest.mark.parametrize(("text", "kind", "command"), [
@@ -33,3 +36,86 @@ def test_observation_is_truncated_with_marker():
     obs = format_observation(rec, limit=300)
     assert obs.startswith("exit code: 2\nstdout:\n") and "characters cut" in obs
     assert obs.endswith("stderr:\noops") and len(obs) < 500
+
+
+# ------------------------------------------------------------------ NUL bytes: an invalid action
+# The trainer's parser and `termcredit run`'s agents (harness/agents.py) agree: a command with a
+# NUL byte runs nothing, is recorded as an invalid step, and its observation says why.
+
+
+@pytest.mark.parametrize("text", [
+    "echo a\x00b",
+    "$ printf x\x00 > /app/f\n",
+    "```bash\ncd /app\necho a\x00b > f\n```",
+    "\x00",
+])
+def test_nul_byte_is_an_invalid_action(text):
+    a = parse_action(text)
+    assert (a.kind, a.command, a.error) == ("invalid", "", "the command contains a NUL byte")
+    assert invalid_observation(a) == "error: the command contains a NUL byte"
+    assert a.key == "<invalid>"
+
+
+def test_nul_byte_outside_the_command_is_ignored():
+    assert parse_action("thinking\x00\n```bash\nls\n```").command == "ls"
+
+
+class _FakeSandbox:
+    """What AgentEnv needs of a sandbox, recording the commands that would run."""
+
+    def __init__(self):
+        self.ran: list[str] = []
+        self.shell = SimpleNamespace(session_trace=[""], integrity=[])
+        self.added_paths = lambda: set()
+
+    def run(self, command, timeout, output_cap):
+        self.ran.append(command)
+        return CommandRecord(command=command, stdout="", stderr="", exit_code=0, duration_s=0.0)
+
+
+def _env(tmp_path):
+    task = SimpleNamespace(agent_timeout_sec=60.0, instruction="x")
+    sandbox = _FakeSandbox()
+    return AgentEnv(sandbox, task, Trajectory(task="t", instruction="x", agent="replay"), tmp_path), sandbox
+
+
+def test_env_step_refuses_a_nul_byte(tmp_path):
+    env, sandbox = _env(tmp_path)
+    with pytest.raises(ValueError, match=r"^invalid action: the command contains a NUL byte$"):
+        env.step("rm -rf /app/x\x00 && echo")
+    with pytest.raises(InvalidAction) as err:
+        env.step("\x00")
+    assert err.value.reason == "the command contains a NUL byte"
+    assert sandbox.ran == [] and env.trajectory.steps == []  # nothing ran, nothing recorded
+
+
+def test_replay_records_a_nul_line_as_invalid_and_goes_on(tmp_path):
+    replay = tmp_path / "cmds.txt"
+    replay.write_bytes(b"cd /app\necho a\x00b > f\r\n\nls\x0cx\rtrue\n")
+    env, sandbox = _env(tmp_path)
+    ReplayAgent(replay).run(env)
+    assert sandbox.ran == ["cd /app", "ls\x0cx", "true"]  # a form feed is no line break
+    steps = env.trajectory.steps
+    assert [s.index for s in steps] == [0, 1, 2, 3]
+    bad = steps[1]
+    assert (bad.invalid, bad.command, bad.action) == (True, None, "echo a\x00b > f")
+    # the observation the trainer's policy gets for the same action
+    assert bad.observation == invalid_observation(parse_action("echo a\x00b > f"))
+    assert bad.observation == "error: the command contains a NUL byte"
+    assert [s.invalid for s in steps] == [False, True, False, False]
+
+
+@pytest.mark.parametrize(("data", "line", "col", "byte"), [
+    (b"cd /app\nls \xff\n", 2, 4, "0xff"),
+    (b"\xe9cho\n", 1, 1, "0xe9"),
+    (b"a\r\nb\rc\n\xc3\xa9t\xe9\n", 4, 3, "0xe9"),  # CRLF and CR end lines too; \xc3\xa9 is é
+])
+def test_replay_file_not_utf8_names_file_and_line(tmp_path, data, line, col, byte):
+    replay = tmp_path / "cmds.txt"
+    replay.write_bytes(data)
+    with pytest.raises(ValueError) as err:
+        ReplayAgent(replay)
+    assert str(err.value) == (f"{replay}: line {line}: not UTF-8 text (byte {byte} at column "
+                              f"{col})")
+    with pytest.raises(ValueError, match=r"line \d+: not UTF-8"):
+        make_agent_factory(f"replay:{replay}")  # `termcredit run` fails before any container

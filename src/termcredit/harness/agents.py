@@ -5,12 +5,18 @@ returns its ``CommandRecord``. Built-ins: ``oracle`` (the task's solution/solve.
 ``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step). Any other agent is
 named ``module:Class`` or ``path/to/file.py:Class`` and built with no arguments (the trainer's
 policy agent plugs in the same way).
+
+A command that cannot be run as given (it contains a NUL byte, which no shell can receive) is an
+invalid action: ``env.step`` refuses it with ``InvalidAction`` before anything runs, and
+``env.record_invalid`` puts it in the trajectory as a step with ``invalid`` set and no command,
+like the trainer's unparseable replies (trainer/actions.py).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -25,6 +31,23 @@ DEFAULT_COMMAND_TIMEOUT = 120.0
 
 class AgentTimeout(Exception):
     """The agent's total time ([agent].timeout_sec) is used up."""
+
+
+NUL_BYTE = "the command contains a NUL byte"  # trainer/actions.py parse_action says the same
+
+
+class InvalidAction(ValueError):
+    """A command that cannot be run as given; nothing ran. ``reason`` says why."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"invalid action: {reason}")
+
+
+def invalid_reason(command: str) -> str | None:
+    """Why ``command`` cannot be sent to the shell, or None. A NUL byte would end the command
+    early (C strings) and silently run a different one."""
+    return NUL_BYTE if "\x00" in command else None
 
 
 class AgentEnv:
@@ -61,7 +84,12 @@ class AgentEnv:
 
     def step(self, command: str, *, action: str | None = None, timeout: float | None = None,
              **info: Any) -> CommandRecord:
-        """Run one command; its record (and raw trace, on disk at once) joins the trajectory."""
+        """Run one command; its record (and raw trace, on disk at once) joins the trajectory.
+        Raises ``InvalidAction`` (nothing runs, nothing is recorded) for a command that cannot
+        be run as given, see ``invalid_reason``."""
+        reason = invalid_reason(command)
+        if reason is not None:
+            raise InvalidAction(reason)
         left = self.time_left()
         if left <= 0:
             raise AgentTimeout(f"agent time of {self.task.agent_timeout_sec:g}s used up")
@@ -79,6 +107,14 @@ class AgentEnv:
                  info=dict(info))
         )
         return rec
+
+    def record_invalid(self, action: str, reason: str, **info: Any) -> Step:
+        """Record an action that ran nothing: an invalid step, its observation the error the
+        trainer's policy would see (``error: <reason>``)."""
+        step = Step(index=len(self.trajectory.steps), action=action, invalid=True,
+                    observation=f"error: {reason}", info=dict(info))
+        self.trajectory.steps.append(step)
+        return step
 
 
 class Agent(Protocol):
@@ -108,18 +144,40 @@ class OracleAgent:
 
 
 class ReplayAgent:
-    """Replays a file of commands, one per non-empty line."""
+    """Replays a file of commands, one per non-empty line (lines end at LF, CRLF or CR; other
+    characters, form feeds included, belong to the command). An invalid command (a NUL byte)
+    is recorded as an invalid step and the replay goes on."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path}: replay file not found")
-        self.commands = [ln for ln in self.path.read_text().splitlines() if ln.strip()]
+        self.commands = [ln for ln in _replay_lines(self.path) if ln.strip()]
         self.name = f"replay:{self.path}"
 
     def run(self, env: AgentEnv) -> None:
         for cmd in self.commands:
-            env.step(cmd)
+            try:
+                env.step(cmd)
+            except InvalidAction as exc:
+                env.record_invalid(cmd, exc.reason)
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _replay_lines(path: Path) -> list[str]:
+    """The lines of a replay file; one that is not UTF-8 is an error naming the line."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        ends = list(_LINE_END.finditer(data, 0, exc.start))
+        start = ends[-1].end() if ends else 0
+        col = len(data[start:exc.start].decode("utf-8")) + 1
+        raise ValueError(f"{path}: line {len(ends) + 1}: not UTF-8 text (byte "
+                         f"0x{data[exc.start]:02x} at column {col})") from None
+    return re.split(r"\r\n|\r|\n", text)
 
 
 def _sh_quote(value: str) -> str:

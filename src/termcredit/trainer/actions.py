@@ -16,6 +16,9 @@ SYSTEM_PROMPT = (
 )
 _FENCE = re.compile(r"```[ \t]*(?:bash|sh|shell|console)?[ \t]*\n(.*?)(?:\n```|\Z)", re.S)
 DONE_WORDS = {"done", "<done>", "[done]", "done."}
+# a command no shell can receive (it would end at the NUL and run something else); the same
+# words as harness/agents.py NUL_BYTE, which `termcredit run` records for a replayed command
+NUL_BYTE = "the command contains a NUL byte"
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,15 @@ class Action:
 
 def parse_action(text: str) -> Action:
     """A fenced block (its content, several lines allowed) or else the first non-empty line
-    (a leading `$ ` prompt is dropped). `done` alone ends the episode."""
+    (a leading `$ ` prompt is dropped). `done` alone ends the episode. A command with a NUL
+    byte is invalid (never cut at the NUL)."""
+    action = _parse(text)
+    if action.kind == "command" and "\x00" in action.command:
+        return Action("invalid", error=NUL_BYTE)
+    return action
+
+
+def _parse(text: str) -> Action:
     stripped = text.strip()
     if stripped.lower() in DONE_WORDS:
         return Action("done")
