@@ -4,13 +4,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 console = Console(stderr=True, soft_wrap=True)  # errors carry paths: never wrap them
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_NL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def shown(value: Any, style: str = "", *, one_line: bool = False) -> Text:
+    """User or agent text (a command, a path, a task name, an error, output) for Rich: plain
+    text, never markup, so `[/x]`, `[bold]` or `[a-z]` print as they are. Control characters
+    are shown as escapes (`\\x1b`, `\\r`) so the text cannot drive the terminal; newlines
+    and tabs stay unless ``one_line`` (one path per line in a table cell)."""
+    s = value if isinstance(value, str) else str(value)
+    rx = _CONTROL_NL if one_line else _CONTROL
+    return Text(rx.sub(lambda m: repr(m.group())[1:-1], s), style=style)
+
+
+def _log(message: str) -> None:
+    console.print(shown(message, "dim"))
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -34,7 +54,7 @@ def _cmd_image(args: argparse.Namespace) -> int:
     from .tasks.build import build_image
 
     client = docker_client()
-    log = lambda m: console.print(f"[dim]{m}[/]")  # noqa: E731
+    log = _log
     base = ensure_base_image(client, force=args.force and args.what == "base", log=log)
     if args.what == "base":
         print(base)
@@ -53,7 +73,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from .tasks.build import build_image
 
     client = docker_client()
-    log = lambda m: console.print(f"[dim]{m}[/]")  # noqa: E731
+    log = _log
     base = ensure_base_image(client, log=log)
     image = args.image or base
     if args.task:
@@ -67,13 +87,13 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    table = Table(title=f"termcredit trace ({image})", show_lines=True)
+    table = Table(title=shown(f"termcredit trace ({image})"), show_lines=True)
     for col in ("#", "command", "exit", "read", "written", "deleted", "temporary", "executed"):
         table.add_column(col, overflow="fold")
     for i, r in enumerate(report):
-        table.add_row(str(i), r["command"], str(r["exit_code"]),
-                      *("\n".join(r[k]) for k in ("read", "written", "deleted", "temporary",
-                                                  "executed")))
+        table.add_row(str(i), shown(r["command"]), str(r["exit_code"]),
+                      *(Text("\n").join(shown(p, one_line=True) for p in r[k])
+                        for k in ("read", "written", "deleted", "temporary", "executed")))
     Console().print(table)
     return 0
 
@@ -88,15 +108,16 @@ def _cmd_credit(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    table = Table(title=f"DepGPO credit: {report['task']} (reward {report['reward']}, "
-                  f"fallback {report['fallback'] or 'none'})")
+    table = Table(title=shown(f"DepGPO credit: {report['task']} (reward {report['reward']}, "
+                              f"fallback {report['fallback'] or 'none'})"))
     for col in ("step", "command", "credit", "weight", "classes"):
         table.add_column(col, overflow="fold")
     for r in report["steps"]:
-        table.add_row(str(r["step"]), r["command"], "–" if r["credit"] is None else
-                      f"{r['credit']:.3f}", f"{r['weight']:.3f}", ", ".join(r["classes"]))
+        table.add_row(str(r["step"]), shown(r["command"]), "–" if r["credit"] is None else
+                      f"{r['credit']:.3f}", f"{r['weight']:.3f}", shown(", ".join(r["classes"])))
     Console().print(table)
-    Console().print("verifier resources: " + (", ".join(report["verifier_resources"]) or "none"))
+    resources = [shown(p, one_line=True) for p in report["verifier_resources"]]
+    Console().print(Text("verifier resources: ") + (Text(", ").join(resources) or Text("none")))
     return 0
 
 
@@ -155,8 +176,8 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     from .sandbox import docker_client, gc
 
     removed = gc(docker_client(), run_id=args.run, everything=args.all)
-    console.print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed)
-                                                            if removed else ""))
+    console.print(shown(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed)
+                                                                  if removed else "")))
     return 0
 
 
@@ -304,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (TaskError, ImageBuildError, EngineError, TraceError, TrialError, RenderError,
             ConfigError, FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(Text("error:", style="red") + Text(" ") + shown(exc))
         return 2
     except KeyboardInterrupt:
         return 130

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from ..cli import shown  # task names, paths, errors, notes: printed as text, never markup
 
 console = Console(stderr=True, soft_wrap=True)  # errors carry paths: never wrap them
 
@@ -33,16 +36,18 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for folder, task in discover(args.paths or ["tasks"]):
         if isinstance(task, TaskError):
             errors.append(str(task))
-            table.add_row(f"[red]{folder.name}[/]", "[red]does not load[/]", "", "", "")
+            table.add_row(shown(folder.name, "red"), Text("does not load", style="red"),
+                          "", "", "")
             continue
         n += 1
         meta = task.metadata
         steps = oracle_steps(task.path)
-        table.add_row(task.name, str(meta.get("category", "-")), str(meta.get("difficulty", "-")),
+        table.add_row(shown(task.name), shown(meta.get("category", "-")),
+                      shown(meta.get("difficulty", "-")),
                       "yes" if task.parametrized else "no", "-" if steps is None else str(steps))
     _out().print(table)
     for e in errors:
-        console.print(f"[red]error:[/] {e}")
+        console.print(Text("error:", style="red") + Text(" ") + shown(e))
     console.print(f"{n} task(s)" + (f", {len(errors)} that do not load" if errors else ""))
     return 1 if errors else 0
 
@@ -62,8 +67,8 @@ def _cmd_new(args: argparse.Namespace) -> int:
     from .scaffold import new_task
 
     root = new_task(args.name, args.dir, parametrized=args.parametrized)
-    console.print(f"created {root}/ — edit instruction.md, environment/, solution/solve.sh and "
-                  f"tests/, then: termcredit tasks check {root}")
+    console.print(shown(f"created {root}/ — edit instruction.md, environment/, solution/solve.sh "
+                        f"and tests/, then: termcredit tasks check {root}"))
     return 0
 
 
@@ -72,9 +77,9 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     report = import_tb1(args.path, args.out, force=args.force)
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {note}")
-    console.print(f"imported {args.path} → {report.path}/ — now: termcredit tasks check "
-                  f"{report.path}")
+        console.print(Text("note:", style="yellow") + Text(" ") + shown(note))
+    console.print(shown(f"imported {args.path} → {report.path}/ — now: termcredit tasks check "
+                        f"{report.path}"))
     return 0
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from .. import estimators
 from ..records import Trajectory, save_json
@@ -109,7 +110,7 @@ class Trainer:
             self._truncate_metrics(self.start)
         self.client = docker_client()
         gc(self.client)
-        self.base = ensure_base_image(self.client, log=lambda m: self.console.print(f"[dim]{m}"))
+        self.base = ensure_base_image(self.client, log=self._print_dim)
         self.image_map = ImageMap.load()
         self._images: dict[tuple[str, int], str] = {}
         self.run_id = f"train-{run_dir.name}-{secrets.token_hex(3)}"
@@ -117,6 +118,9 @@ class Trainer:
         self.tb = self._tensorboard()
 
     # ------------------------------------------------------------------ plumbing
+    def _print_dim(self, message: str) -> None:
+        self.console.print(Text(message, style="dim"))  # image names, paths: text, not markup
+
     def _tensorboard(self) -> Any:
         try:
             from torch.utils.tensorboard import SummaryWriter
@@ -136,7 +140,7 @@ class Trainer:
         if key not in self._images:
             self._images[key] = build_image(self.client, task, base_ref=self.base,
                                             instance=key[1], image_map=self.image_map,
-                                            log=lambda m: self.console.print(f"[dim]{m}"))
+                                            log=self._print_dim)
         return self._images[key]
 
     def _log(self, row: dict[str, Any]) -> None:
@@ -231,7 +235,8 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run(self) -> Path:
         cfg = self.cfg
-        progress = Progress(TextColumn("[bold]train {task.fields[algo]}"), BarColumn(),
+        progress = Progress(TextColumn("train {task.fields[algo]}", style="bold", markup=False),
+                            BarColumn(),
                             MofNCompleteColumn(), TextColumn("reward {task.fields[reward]:.2f}"),
                             TextColumn("loss {task.fields[loss]:+.4f}"), TimeElapsedColumn(),
                             console=self.console)
