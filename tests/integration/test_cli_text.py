@@ -32,7 +32,8 @@ COMMANDS = [
     "cat notes.txt",
 ]
 NUL_COMMAND = "printf 'nul\x00here'"  # an invalid action: recorded, the replay goes on
-STDOUT = "[/draft] pricing\n[bold]not bold[/bold] [ and [x]\n\\[not markup] [link=http://x]y[/link]\n"
+STDOUT = ("[/draft] pricing\n[bold]not bold[/bold] [ and [x]\n"
+          "\\[not markup] [link=http://x]y[/link]\n")
 
 
 def termcredit(*args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -76,7 +76,8 @@ class _FakeSandbox:
 def _env(tmp_path):
     task = SimpleNamespace(agent_timeout_sec=60.0, instruction="x")
     sandbox = _FakeSandbox()
-    return AgentEnv(sandbox, task, Trajectory(task="t", instruction="x", agent="replay"), tmp_path), sandbox
+    traj = Trajectory(task="t", instruction="x", agent="replay")
+    return AgentEnv(sandbox, task, traj, tmp_path), sandbox
 
 
 def test_env_step_refuses_a_nul_byte(tmp_path):
