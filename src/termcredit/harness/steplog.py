@@ -1,0 +1,91 @@
+"""The step log: every finished step of a trial on disk at once, append-only.
+
+``trajectory.json`` is written when the episode ends; until then a crash (SIGKILL, OOM, power)
+would lose every step of the trial in flight. ``<trial>/steps.jsonl`` closes that gap: one JSON
+line per step (``records.to_dict`` of the Step, as known right after it ran), flushed and
+fsynced before the step returns to the agent. ``load_steps`` reads it back; a last line torn by
+the crash is dropped.
+
+The lines are the crash record, not the final word: per-step accesses and integrity come from
+the whole session trace at the end (``AgentEnv.finalize``), so they are in ``trajectory.json``
+only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+from ..records import Step, from_dict, to_dict
+
+STEPS_FILE = "steps.jsonl"
+
+
+class StepLogError(ValueError):
+    """A step log with a corrupt line that is not the last (not a torn write)."""
+
+
+class StepLog:
+    """Appends one line per finished step to ``<trial_dir>/steps.jsonl`` (flushed, fsynced).
+
+    A new StepLog starts the episode's log: a file already there (an earlier episode in the same
+    folder) is replaced, so the log never mixes two episodes.
+    """
+
+    def __init__(self, trial_dir: str | Path):
+        self.path = Path(trial_dir) / STEPS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._write(b"", mode="wb")
+        _fsync_dir(self.path.parent)  # the file's name survives a crash too
+
+    def append(self, step: Step) -> None:
+        line = json.dumps(to_dict(step), ensure_ascii=False) + "\n"
+        with self._lock:
+            self._write(line.encode(), mode="ab")
+
+    def _write(self, data: bytes, *, mode: str) -> None:
+        with open(self.path, mode) as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def load_steps(trial_dir: str | Path) -> list[Step]:
+    """The steps logged in ``<trial_dir>/steps.jsonl`` (none if it is missing). A torn last line
+    (the process died while writing it) is dropped; a corrupt earlier line is an error."""
+    path = Path(trial_dir) / STEPS_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    lines = raw.split(b"\n")
+    steps: list[Step] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            steps.append(from_dict(Step, data))
+        except (ValueError, TypeError) as exc:
+            if n == len(lines):  # no newline after it: the write was cut short
+                break
+            raise StepLogError(f"{path}:{n}: corrupt step line ({exc})") from exc
+    return steps
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
