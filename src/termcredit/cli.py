@@ -34,14 +34,18 @@ def _log(message: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from .harness.run import RunConfig, run
+    from .harness.run import RunConfig, resume_config, run
     from .tasks import find_tasks
 
-    tasks = find_tasks(args.task)
+    if not args.task and not args.resume:
+        raise ValueError("give --task PATH (or --resume DIR)")
+    tasks = find_tasks(args.task or [])
     cfg = RunConfig(tasks=tasks, agent=args.agent, attempts=args.attempts,
                     concurrency=args.concurrency, out=Path(args.out) if args.out else None,
                     command_timeout=args.command_timeout, image_map=args.image_map,
                     force_build=args.force_build, instance=args.instance)
+    if args.resume:
+        cfg = resume_config(Path(args.resume), cfg)
     summary = run(cfg, console)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -191,8 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run agents on tasks in traced Docker sandboxes",
                        description="Run an agent on Harbor-format tasks; each trial gets a fresh "
                        "sandbox, a traced persistent shell and the task's verifier.")
-    r.add_argument("--task", action="append", required=True, metavar="PATH",
-                   help="task folder, or a folder of task folders (repeatable)")
+    r.add_argument("--task", action="append", metavar="PATH",
+                   help="task folder, or a folder of task folders (repeatable; required "
+                   "unless --resume)")
     r.add_argument("--agent", default="oracle",
                    help="oracle | nop | replay:FILE | module:Class | file.py:Class (default oracle)")
     r.add_argument("--attempts", "-k", type=int, default=1, help="trials per task (default 1)")
@@ -206,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--instance", type=int, default=0,
                    help="instance seed for parametrised tasks (default 0)")
     r.add_argument("--json", action="store_true", help="print result.json to stdout")
+    r.add_argument("--resume", metavar="DIR", help="finish a killed run in DIR with its "
+                   "config.toml: trials with a result.json are kept, the others run again "
+                   "(their partial folders moved aside as attempt-<k>.killed-<n>)")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("image", help="build the base image or task images",

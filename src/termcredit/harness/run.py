@@ -1,15 +1,24 @@
 """`termcredit run`: many trials, concurrently, into one predictable run directory.
 
 Layout: ``OUT/config.toml``, ``OUT/result.json`` (rewritten after every finished trial, so a
-crash keeps what finished), ``OUT/<task>/attempt-<k>/`` per trial.
+crash keeps what finished), ``OUT/<task>/attempt-<k>/`` per trial, whose ``steps.jsonl`` holds
+each step as soon as it finished and whose ``result.json`` is written last.
+
+Resume (``RunConfig.resume``, ``termcredit run --resume OUT``): the run's settings come from
+``OUT/config.toml``; a trial with a ``result.json`` is kept as it is; the folder of one without
+(killed mid-way) is moved aside to ``attempt-<k>.killed-<n>`` (its finished steps stay there)
+and the trial runs again. ``OUT/.run.lock`` (flock) keeps two processes out of one run folder.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import secrets
 import signal
 import time
+import tomllib
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,11 +28,12 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from ..records import TrialResult, to_dict
+from ..records import TrialResult, load_json, to_dict
 from ..tomlw import toml_table
 from ..sandbox import ImageBuildError, ImageMap, SandboxPool, docker_client, ensure_base_image, gc
-from ..tasks import Task
+from ..tasks import Task, load_task
 from ..tasks.build import build_image
 from .agents import make_agent_factory
 from .trial import run_trial, task_spec
@@ -41,20 +51,110 @@ class RunConfig:
     force_build: bool = False
     instance: int = 0  # instance seed of parametrised tasks (all attempts share it)
     extra: dict[str, Any] = field(default_factory=dict)
+    resume: bool = False  # ``out`` is an earlier run: keep its finished trials, run the rest
+
+
+# settings that decide what the trials are: a resumed run must keep them
+_TRIAL_SETTINGS = ("agent", "attempts", "instance", "command_timeout")
+_CONFIG_KEYS = {"run_id", "earlier_run_ids", "tasks", "concurrency", "image_map",
+                *_TRIAL_SETTINGS}
 
 
 def default_out(name: str) -> Path:
     return Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-{name}"
 
 
-def write_config(cfg: RunConfig, out: Path, run_id: str) -> None:
+def write_config(cfg: RunConfig, out: Path, run_id: str,
+                 earlier_run_ids: list[str] | None = None) -> None:
     items = {
         "run_id": run_id, "agent": cfg.agent, "attempts": cfg.attempts,
         "concurrency": cfg.concurrency, "command_timeout": cfg.command_timeout,
-        "instance": cfg.instance,
-        "tasks": [str(t.path) for t in cfg.tasks], **cfg.extra,
+        "instance": cfg.instance, "image_map": cfg.image_map,
+        "tasks": [str(t.path) for t in cfg.tasks],
+        "earlier_run_ids": earlier_run_ids or None, **cfg.extra,
     }
-    (out / "config.toml").write_text("[run]\n" + toml_table(items))
+    tmp = out / "config.toml.tmp"
+    tmp.write_text("[run]\n" + toml_table(items))
+    tmp.replace(out / "config.toml")
+
+
+def read_config(out: Path) -> dict[str, Any]:
+    """The [run] table of ``out/config.toml``."""
+    path = out / "config.toml"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing, not a termcredit run folder to resume")
+    try:
+        data = tomllib.loads(path.read_text())["run"]
+        if not isinstance(data.get("tasks"), list) or not isinstance(data.get("agent"), str):
+            raise ValueError("no tasks or no agent")
+    except (tomllib.TOMLDecodeError, KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: not a termcredit run config ({exc})") from exc
+    return data
+
+
+def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
+    """The config to resume the run in ``out``, from its config.toml.
+
+    ``given`` holds what the caller asked for (the command line): a trial setting (tasks, agent,
+    attempts, instance, command timeout) left at its default takes the run's value, one given
+    with another value is an error (the kept trials would not match the new ones); concurrency,
+    image map and force_build given apply to the rest of the run.
+    """
+    data = read_config(out)
+    given = given or RunConfig(tasks=[])
+    if given.out is not None and Path(given.out).resolve() != out.resolve():
+        raise ValueError(f"--out {given.out} and --resume {out} name different folders")
+    tasks = [load_task(p) for p in data["tasks"]]
+    if given.tasks and [t.path for t in given.tasks] != [t.path for t in tasks]:
+        raise ValueError(f"{out}: resuming runs its tasks ({', '.join(t.name for t in tasks)}); "
+                         "--task names others (leave it out)")
+    defaults = RunConfig(tasks=[])
+    values: dict[str, Any] = {}
+    for name in _TRIAL_SETTINGS:
+        mine, theirs = getattr(given, name), data.get(name, getattr(defaults, name))
+        if mine != getattr(defaults, name) and mine != theirs:
+            raise ValueError(f"{out}: the run's {name} is {theirs!r}, not {mine!r} "
+                             "(a resumed run keeps the settings of its trials)")
+        values[name] = theirs
+    concurrency = (given.concurrency if given.concurrency != defaults.concurrency
+                   else int(data.get("concurrency", defaults.concurrency)))
+    extra = {k: v for k, v in data.items() if k not in _CONFIG_KEYS}
+    return RunConfig(tasks=tasks, concurrency=concurrency, out=out,
+                     image_map=given.image_map or data.get("image_map"),
+                     force_build=given.force_build, extra={**extra, **given.extra}, resume=True,
+                     **values)
+
+
+def _lock_run_dir(out: Path) -> int:
+    """Hold ``out/.run.lock`` for this process's life (the kernel drops it when we die)."""
+    fd = os.open(out / ".run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ValueError(f"{out}: another termcredit run is writing this folder") from None
+    return fd
+
+
+def _finished(trial_dir: Path, task: Task, attempt: int) -> TrialResult | None:
+    """The trial's result when it finished (its result.json is written last), else None."""
+    try:
+        r = load_json(TrialResult, trial_dir / "result.json")
+    except (OSError, ValueError, TypeError):
+        return None
+    if r.task != task.name or r.attempt != attempt:
+        return None
+    r.trial_dir = str(trial_dir)  # where it is now, should the run folder have moved
+    return r
+
+
+def _move_aside(trial_dir: Path) -> Path:
+    """Keep a killed trial's folder (its steps.jsonl, traces) as attempt-<k>.killed-<n>."""
+    n = 1
+    while (dest := trial_dir.with_name(f"{trial_dir.name}.killed-{n}")).exists():
+        n += 1
+    trial_dir.rename(dest)
+    return dest
 
 
 class _Results:
@@ -62,10 +162,12 @@ class _Results:
         self.out, self.run_id, self.agent, self.total = out, run_id, agent, total
         self.trials: list[TrialResult] = []
         self.started = datetime.now().isoformat(timespec="seconds")
+        self.resumed: list[str] = []  # when this run was resumed (its `started` is the first's)
 
-    def add(self, r: TrialResult) -> None:
+    def add(self, r: TrialResult, write: bool = True) -> None:
         self.trials.append(r)
-        self.write(complete=False)
+        if write:
+            self.write(complete=False)
 
     def summary(self, complete: bool) -> dict[str, Any]:
         rewards = [t.reward for t in self.trials]
@@ -76,6 +178,7 @@ class _Results:
             "n_errors": sum(t.error is not None for t in self.trials),
             "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
             "trials": [to_dict(t) for t in sorted(self.trials, key=lambda t: t.trial_dir)],
+            **({"resumed": self.resumed} if self.resumed else {}),
         }
 
     def write(self, complete: bool) -> dict[str, Any]:
@@ -94,19 +197,68 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     console = console or Console(stderr=True, soft_wrap=True)
     agent_factory = make_agent_factory(cfg.agent)  # fail on a bad agent before any container
     out = cfg.out or default_out(cfg.agent.split(":")[0])
+    if cfg.resume and not (out / "config.toml").is_file():
+        raise FileNotFoundError(f"{out / 'config.toml'}: missing, not a termcredit run to resume")
     out.mkdir(parents=True, exist_ok=True)
+    lock = _lock_run_dir(out)
+    try:
+        return _run(cfg, out, console, agent_factory)
+    finally:
+        os.close(lock)
+
+
+def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dict[str, Any]:
     run_id = f"{out.name}-{secrets.token_hex(3)}"
-    write_config(cfg, out, run_id)
+    earlier: list[str] = []
+    previous: dict[str, Any] = {}
+    if cfg.resume:
+        old = read_config(out)
+        earlier = [*old.get("earlier_run_ids", []), old.get("run_id", "?")]
+        try:
+            previous = json.loads((out / "result.json").read_text())
+        except (OSError, ValueError):
+            previous = {}
+    write_config(cfg, out, run_id, earlier)
     client = docker_client()
-    stale = gc(client)
+    try:
+        stale = gc(client)
+    except Exception as exc:  # another run's cleanup under way: not a reason to stop this one
+        stale = []
+        console.print(Text(f"gc skipped ({type(exc).__name__}: {exc})", style="dim"))
     if stale:
         console.print(f"[dim]gc: removed {len(stale)} container(s) left by dead runs[/]")
     results = _Results(out, run_id, cfg.agent, len(cfg.tasks) * cfg.attempts)
+    jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
+    if cfg.resume:
+        if isinstance(previous, dict) and isinstance(previous.get("started"), str):
+            results.started = previous["started"]
+            earlier_resumes = previous.get("resumed")
+            if isinstance(earlier_resumes, list):
+                results.resumed = [str(t) for t in earlier_resumes]
+        results.resumed.append(datetime.now().isoformat(timespec="seconds"))
+        todo, moved = [], []
+        for task, k in jobs:
+            trial_dir = out / task.name / f"attempt-{k}"
+            kept = _finished(trial_dir, task, k)
+            if kept is not None:
+                results.add(kept, write=False)
+                continue
+            if trial_dir.exists():
+                moved.append(_move_aside(trial_dir))
+            todo.append((task, k))
+        console.print(Text(f"resume {out}: {len(results.trials)} finished trial(s) kept, "
+                           f"{len(todo)} to run" + ("; unfinished folders moved aside: "
+                           + ", ".join(str(m.relative_to(out)) for m in moved) if moved else "")))
+        jobs = todo
+        results.write(complete=False)
 
     base = ensure_base_image(client, log=lambda m: console.print(f"[dim]{m}[/]"))
     image_map = ImageMap.load(cfg.image_map)
     images: dict[str, str | Exception] = {}
+    needed = {t.name for t, _ in jobs}  # a resumed run builds only what it still runs
     for task in cfg.tasks:
+        if task.name not in needed or task.name in images:
+            continue
         try:
             images[task.name] = build_image(
                 client, task, base_ref=base, instance=cfg.instance, image_map=image_map,
@@ -119,14 +271,16 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     old_handler = signal.signal(signal.SIGTERM, _sigterm)
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
     executor = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="trial")
-    jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("mean reward {task.fields[mean]:.3f}"), TimeElapsedColumn(),
                         console=console, transient=False)
     complete = False
     try:
         with progress:
-            bar = progress.add_task(f"run {cfg.agent}", total=len(jobs), mean=0.0)
+            kept = [t.reward for t in results.trials]
+            bar = progress.add_task(f"run {cfg.agent}", total=results.total,
+                                    completed=len(kept),
+                                    mean=sum(kept) / len(kept) if kept else 0.0)
             pool.plan(task_spec(t, images[t.name]) for t, _ in jobs
                       if isinstance(images[t.name], str))
             futures: dict[Future[TrialResult], tuple[Task, int]] = {}
