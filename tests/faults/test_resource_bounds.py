@@ -8,6 +8,7 @@ verifier file made the harness hold 1.9 GB).
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,14 +18,16 @@ from .measure import run_measured, steps_of
 
 pytestmark = pytest.mark.docker
 PEAK_MB = 400
-# 10 s of opens of a 3 KB path (/etc/././.../hostname): ~100 MB of trace lines
-OPEN_LOOP = ("python3 -c \"import time; t=time.time(); p='/etc/'+'./'*1500+'hostname'; "
-             "[open(p).close() for _ in iter(lambda: time.time() - t < 10, False)]\"")
+# 8000 opens of a 3 KB path (/etc/././.../hostname): about 25 MB of trace lines
+OPEN_LOOP = ("python3 -c \"p='/etc/'+'./'*1500+'hostname'; "
+             "[open(p).close() for _ in range(8000)]\"")
 CASES = {  # name: (task, replay commands)
     "yes": ("tasks/hello-world", ["yes", "echo after"]),
     "burst": ("tasks/hello-world", ["head -c 1000000000 /dev/zero | tr '\\0' x", "echo after"]),
     "open-loop": ("tasks/hello-world", [OPEN_LOOP, "echo after"]),
     "big-verifier-file": ("tests/fixtures/tasks/big-verifier-log", ["true"]),
+    "disk": ("tests/fixtures/tasks/small-disk",
+             ["dd if=/dev/zero of=/tmp/big bs=1M count=100 status=none", "echo never"]),
 }
 
 
@@ -63,7 +66,7 @@ def test_a_huge_trace_is_cut_and_the_step_marked(runs):
     first, after = steps_of(res)
     assert first["command"]["trace_dropped"] > 0 and not first["command"]["timed_out"]
     trace = Path(res["trials"][0]["trial_dir"]) / first["command"]["trace_file"]
-    assert trace.stat().st_size <= 20 << 20  # 16 MiB head + 4 MiB tail at most
+    assert trace.stat().st_size <= 20 << 20  # cut back to a 12 MiB head + 4 MiB tail past 20 MiB
     assert after["command"]["stdout"] == "after\n"
     assert peak < PEAK_MB, f"harness peak RSS {peak:.0f} MiB"
 
@@ -74,8 +77,16 @@ def test_a_huge_verifier_file_is_not_copied_past_the_cap(runs):
     assert trial["error"] is None and trial["reward"] == 1.0, err[-2000:]
     vdir = Path(trial["trial_dir"]) / "verifier"
     assert (vdir / "big.bin").stat().st_size <= 16 << 20
-    import json
 
     notes = json.loads((Path(trial["trial_dir"]) / "trajectory.json").read_text())["verifier"]["notes"]
     assert any(n.startswith("big.bin cut at") for n in notes), notes
     assert peak < PEAK_MB, f"harness peak RSS {peak:.0f} MiB"
+
+
+def test_storage_over_the_limit_ends_the_episode_and_keeps_the_step(runs):
+    peak, res, err = runs["disk"]
+    trial = res["trials"][0]
+    traj = json.loads((Path(trial["trial_dir"]) / "trajectory.json").read_text())
+    assert traj["termination"] == "resource_limit", err[-2000:]
+    assert "over storage_mb = 64" in traj["info"]["resource_limit"]
+    assert [s["command"]["command"] for s in traj["steps"]] == [CASES["disk"][1][0]]

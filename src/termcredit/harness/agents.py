@@ -33,6 +33,10 @@ class AgentTimeout(Exception):
     """The agent's total time ([agent].timeout_sec) is used up."""
 
 
+class ResourceLimit(Exception):
+    """The episode used more than the task allows ([environment] storage_mb): it ends here."""
+
+
 NUL_BYTE = "the command contains a NUL byte"  # trainer/actions.py parse_action says the same
 
 
@@ -106,7 +110,18 @@ class AgentEnv:
             Step(index=index, action=action if action is not None else command, command=rec,
                  info=dict(info))
         )
+        self._check_storage(rec)
         return rec
+
+    def _check_storage(self, rec: CommandRecord) -> None:
+        """storage_mb: the container's writable layer, after a step that wrote files (or every
+        tenth step, for background writers); over it, the episode ends (the step is kept)."""
+        if not rec.files and len(self.trajectory.steps) % 10:
+            return
+        used = self.sandbox.writable_bytes()
+        if used > self.task.storage_mb * (1 << 20):
+            raise ResourceLimit(f"the sandbox holds {used / (1 << 20):.0f} MB of new files, "
+                                f"over storage_mb = {self.task.storage_mb}")
 
     def record_invalid(self, action: str, reason: str, **info: Any) -> Step:
         """Record an action that ran nothing: an invalid step, its observation the error the

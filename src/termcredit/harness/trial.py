@@ -12,7 +12,7 @@ from ..depgpo.report import write_graph_json
 from ..records import Trajectory, TrialResult, save_json
 from ..sandbox import SandboxPool, SandboxSpec
 from ..tasks import Task
-from .agents import Agent, AgentEnv, AgentTimeout
+from .agents import Agent, AgentEnv, AgentTimeout, ResourceLimit
 from .verify import verify_episode
 
 
@@ -47,6 +47,9 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
             traj.termination = "done"
         except AgentTimeout:
             traj.termination = "agent_timeout"
+        except ResourceLimit as exc:
+            traj.termination = "resource_limit"
+            traj.info["resource_limit"] = str(exc)
         env.finalize()
         save_json(traj, trial_dir / "trajectory.json")  # agent part is safe before verifying
         traj.verifier = verify_episode(sandbox, task, traj, trial_dir, instance=instance)

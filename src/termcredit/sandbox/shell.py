@@ -151,8 +151,9 @@ class ShimConnection:
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,
             workdir=workdir or None,
         )["Id"]
-        raw = api.exec_start(exec_id, socket=True)
-        self._sock: socket.socket = getattr(raw, "_sock", raw)
+        # keep the SDK's object too: when it is collected it closes the socket under us
+        self._raw = api.exec_start(exec_id, socket=True)
+        self._sock: socket.socket = getattr(self._raw, "_sock", self._raw)
         self._stream = _DockerStream(self._sock)
         self._sock.sendall(SHIM_SOURCE)
         try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..harness.agents import AgentEnv
+from ..harness.agents import AgentEnv, ResourceLimit
 from ..harness.trial import task_spec
 from ..records import Step, TokenLayout, Trajectory, save_json
 from ..sandbox import Sandbox, SandboxPool
@@ -129,6 +129,8 @@ def _act(e: _Episode, text: str, action: Action, sample: Any, cfg: RolloutConfig
         try:
             rec = e.env.step(action.command, action=text)
             obs = format_observation(rec, cfg.obs_chars)
+        except ResourceLimit as exc:  # the step ran and is kept; the episode ends
+            obs, e.done, e.traj.termination = f"error: {exc}", True, "resource_limit"
         except Exception as exc:  # agent time used up, sandbox gone: the episode ends
             e.traj.steps.append(Step(index=len(e.traj.steps), action=text))
             obs, e.done, e.traj.termination = f"error: {exc}", True, "error"
