@@ -74,8 +74,6 @@ def test_run_records_every_command_and_the_nul_line_as_invalid(bracket_run):
     assert steps[4]["command"]["stdout"] == "[0, 2, 4]\n"
 
 
-@pytest.mark.xfail(strict=True, reason="harness/run.py prints the agent name as Rich markup "
-                   "(issue #12, its owner fixes it)")
 def test_run_prints_the_agent_verbatim(bracket_run):
     _, _, stderr, agent = bracket_run
     assert f"run {agent}" in stderr

@@ -25,6 +25,7 @@ from ..records import CommandRecord, Step, Trajectory
 from ..sandbox import Sandbox
 from ..tasks import Task
 from .observe import StepObserver
+from .steplog import StepLog
 
 DEFAULT_COMMAND_TIMEOUT = 120.0
 
@@ -68,6 +69,7 @@ class AgentEnv:
         self.deadline = time.monotonic() + task.agent_timeout_sec
         self.observer = StepObserver(sandbox.shell, trial_dir=trial_dir,
                                      image_added=sandbox.added_paths)
+        self.steplog = StepLog(trial_dir)  # each finished step on disk at once (append-only)
 
     @property
     def instruction(self) -> str:
@@ -110,6 +112,7 @@ class AgentEnv:
             Step(index=index, action=action if action is not None else command, command=rec,
                  info=dict(info))
         )
+        self.steplog.append(self.trajectory.steps[-1])
         self._check_storage(rec)
         return rec
 
@@ -129,6 +132,7 @@ class AgentEnv:
         step = Step(index=len(self.trajectory.steps), action=action, invalid=True,
                     observation=f"error: {reason}", info=dict(info))
         self.trajectory.steps.append(step)
+        self.steplog.append(step)
         return step
 
 

@@ -252,7 +252,7 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         jobs = todo
         results.write(complete=False)
 
-    base = ensure_base_image(client, log=lambda m: console.print(f"[dim]{m}[/]"))
+    base = ensure_base_image(client, log=lambda m: console.print(Text(m, style="dim")))
     image_map = ImageMap.load(cfg.image_map)
     images: dict[str, str | Exception] = {}
     needed = {t.name for t, _ in jobs}  # a resumed run builds only what it still runs
@@ -262,16 +262,17 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         try:
             images[task.name] = build_image(
                 client, task, base_ref=base, instance=cfg.instance, image_map=image_map,
-                force=cfg.force_build, log=lambda m: console.print(f"[dim]{m}[/]"))
+                force=cfg.force_build, log=lambda m: console.print(Text(m, style="dim")))
         except ImageBuildError as exc:
             images[task.name] = exc
-            console.print(f"[red]image build failed for {task.name}:[/] {exc}")
+            console.print(Text.assemble((f"image build failed for {task.name}:", "red"),
+                                        f" {exc}"))
 
     pool = SandboxPool(client, run_id, ahead=max(1, cfg.concurrency))
     old_handler = signal.signal(signal.SIGTERM, _sigterm)
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
     executor = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="trial")
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    progress = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TextColumn("mean reward {task.fields[mean]:.3f}"), TimeElapsedColumn(),
                         console=console, transient=False)
     complete = False
@@ -304,17 +305,21 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
                 for fut in done:
                     r = fut.result()
                     results.add(r)
-                    mark = "[green]✓[/]" if r.reward >= 1.0 else ("[red]✗[/]" if r.error else "·")
-                    console.print(f"{mark} {r.task} #{r.attempt} reward={r.reward:.2f} "
-                                  f"steps={r.n_steps} {r.duration_s:.1f}s"
-                                  + (f" [red]{r.error}[/]" if r.error else ""))
+                    mark = (("✓", "green") if r.reward >= 1.0 else ("✗", "red") if r.error
+                            else ("·", ""))
+                    flags = ("suspect " if r.suspect else "") + ("tampering" if r.integrity
+                                                                 else "")
+                    console.print(Text.assemble(
+                        mark, f" {r.task} #{r.attempt} reward={r.reward:.2f} steps={r.n_steps} "
+                        f"{r.duration_s:.1f}s", (f" {flags.strip()}" if flags else "", "yellow"),
+                        (f" {r.error}" if r.error else "", "red")))
                     progress.advance(bar)
                     done_r = [t.reward for t in results.trials]
                     progress.update(bar, mean=sum(done_r) / len(done_r))
         complete = True
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: removing this run's containers; finished trials "
-                      f"stay in {out}[/]")
+        console.print(Text("interrupted: removing this run's containers; finished trials "
+                           f"stay in {out}", style="yellow"))
         executor.shutdown(wait=False, cancel_futures=True)
         raise
     finally:
@@ -328,14 +333,14 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
 
 
 def _print_summary(console: Console, summary: dict[str, Any], out: Path) -> None:
-    table = Table(title=f"termcredit run → {out}")
+    table = Table(title=Text(f"termcredit run → {out}"))
     for col in ("task", "trials", "mean reward", "errors"):
         table.add_column(col)
     by_task: dict[str, list[dict[str, Any]]] = {}
     for t in summary["trials"]:
         by_task.setdefault(t["task"], []).append(t)
     for name, ts in by_task.items():
-        table.add_row(name, str(len(ts)), f"{sum(t['reward'] for t in ts) / len(ts):.3f}",
+        table.add_row(Text(name), str(len(ts)), f"{sum(t['reward'] for t in ts) / len(ts):.3f}",
                       str(sum(t["error"] is not None for t in ts)))
     console.print(table)
     console.print(f"mean reward {summary['mean_reward']:.3f} over {summary['n_trials']} trials")
