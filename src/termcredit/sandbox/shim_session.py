@@ -517,34 +517,35 @@ def write_tree(base, files, blobs):
 
 def read_tree(base, max_file, max_total):
     """Regular files under ``base`` (never following links), each up to ``max_file`` bytes,
-    ``max_total`` in all; other kinds are listed so the host can say why they were skipped."""
-    entries, blobs, total, dropped = [], [], 0, 0
+    ``max_total`` in all, smallest first (a huge file cannot crowd out reward.txt); other kinds
+    are listed so the host can say why they were skipped."""
+    found = []
     for folder, dirs, names in os.walk(base, followlinks=False):
-        for name in sorted(names) + sorted(d for d in dirs if os.path.islink(os.path.join(folder, d))):
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
             path = os.path.join(folder, name)
-            rel = os.path.relpath(path, base)
             try:
-                info = os.lstat(path)
+                found.append((path, os.lstat(path)))
             except OSError:
                 continue
-            if not st.S_ISREG(info.st_mode):
-                entries.append({"path": rel, "kind": "other" if not st.S_ISLNK(info.st_mode) else "symlink"})
-                blobs.append(b"")
-                continue
-            take = max(0, min(max_file, max_total - total))
-            data = b""
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-                with os.fdopen(fd, "rb") as f:
-                    data = f.read(take)
-            except OSError:
-                pass
-            total += len(data)
-            dropped += info.st_size - len(data)
-            entries.append({"path": rel, "kind": "file", "size": info.st_size,
-                            "truncated": len(data) < info.st_size})
-            blobs.append(data)
-    return entries, blobs, max(0, dropped)
+    out, total, dropped = {}, 0, 0
+    for path, info in sorted(found, key=lambda f: (f[1].st_size, f[0])):
+        rel = os.path.relpath(path, base)
+        if not st.S_ISREG(info.st_mode):
+            out[rel] = ({"path": rel, "kind": "symlink" if st.S_ISLNK(info.st_mode) else "other"}, b"")
+            continue
+        data = b""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(max(0, min(max_file, max_total - total)))
+        except OSError:
+            pass
+        total += len(data)
+        dropped += max(0, info.st_size - len(data))
+        out[rel] = ({"path": rel, "kind": "file", "size": info.st_size,
+                     "truncated": len(data) < info.st_size}, data)
+    rels = sorted(out)
+    return [out[r][0] for r in rels], [out[r][1] for r in rels], dropped
 
 
 STAT_CACHE = {}  # path -> ((ino, size, mtime_ns, ctime_ns), sha256): skip rehashing unchanged files

@@ -45,6 +45,7 @@ class Task:
     agent_processes: str = "keep"  # kill: stop every agent process before verification
     on_suspect: str | None = None  # zero | flag; None: the caller's default
     agent_may_modify: list[str] = field(default_factory=list)  # absolute path globs
+    logs_max_mb: int = 16  # [verifier] the most copied back from /logs/verifier
 
     @property
     def environment_dir(self) -> Path:
@@ -85,6 +86,7 @@ _FIELDS: dict[tuple[str, str], tuple[str, tuple[type, ...], str]] = {
     ("verifier", "agent_processes"): ("agent_processes", (str,), "one of: keep kill"),
     ("verifier", "on_suspect"): ("on_suspect", (str,), "one of: zero flag"),
     ("verifier", "agent_may_modify"): ("agent_may_modify", (list,), "absolute globs"),
+    ("verifier", "logs_max_mb"): ("logs_max_mb", (int,), "range"),
     ("metadata", ""): ("metadata", (dict,), "any"),
 }
 # (section, key) -> (low, low included, high, unit): checked when the task loads, so a value
@@ -97,6 +99,7 @@ _RANGES: dict[tuple[str, str], tuple[float, bool, float, str]] = {
     ("environment", "cpus"): (0, False, 64, "CPUs"),
     ("environment", "memory_mb"): (16, True, 1048576, "MiB"),
     ("environment", "storage_mb"): (16, True, 10485760, "MiB"),
+    ("verifier", "logs_max_mb"): (1, True, 64, "MiB"),  # the verifier's /logs tmpfs is 64 MiB
 }
 # Keys of [task] termcredit reads (name) or keeps as Harbor documents them (description,
 # authors, keywords): key -> accepted types

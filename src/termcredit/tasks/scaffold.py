@@ -74,10 +74,12 @@ agent_processes = "kill"
 # Toolchain files the task's work is to change (absolute globs: `*` within one path component,
 # `**` across `/`); `termcredit tasks check` proposes these lines when the oracle's run is suspect.
 # agent_may_modify = ["/usr/local/lib/python3*/site-packages/**"]
+# logs_max_mb = 16              # copied back from /logs/verifier at most (more: an error)
 
 [environment]
 cpus = 1
 memory_mb = 512
+# storage_mb = 10240            # new files the agent may leave; over it the episode ends
 allow_internet = false          # sandboxes run with --network none
 """
 

@@ -25,8 +25,6 @@ from .reward import read_reward
 VERIFIER_COMMAND = "bash /tests/test.sh"
 REWARD_FILES = ("reward.txt", "reward.json")
 TESTS_MAX_BYTES = 256 << 20  # the verifier's /tests tmpfs size
-LOGS_MAX_FILE = 16 << 20  # per file copied back from /logs/verifier
-LOGS_MAX_TOTAL = 64 << 20  # the verifier's /logs/verifier tmpfs size
 
 
 def _tests_files(folder: Path) -> list[tuple[str, int, bytes]]:
@@ -71,7 +69,8 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     shell.start(cwd=sandbox.workdir, env={**task.verifier_env, **instance_env(task, instance)})
     try:
         rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec, output_cap=1 << 20)
-        logs = shell.collect("/logs/verifier", max_file=LOGS_MAX_FILE, max_total=LOGS_MAX_TOTAL)
+        cap = task.logs_max_mb << 20  # [verifier] logs_max_mb: nothing copied past it
+        logs = shell.collect("/logs/verifier", max_file=cap, max_total=cap)
     finally:
         shell.finish(grace=1.0)  # the verifier's leftover children: their reads count too
     trace_text = "".join(shell.session_trace)
@@ -96,6 +95,9 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     if rec.timed_out:
         error = f"verifier timed out after {task.verifier_timeout_sec:g}s"
         reward = 0.0
+    cut = [n for n in notes if " cut at " in n]
+    if cut and error is None:
+        error = f"verifier logs over logs_max_mb = {task.logs_max_mb}: " + "; ".join(cut)
     return VerifierReport(
         reward=reward, rewards=metrics, exit_code=rec.exit_code, timed_out=rec.timed_out,
         duration_s=rec.duration_s, stdout=rec.stdout[-4000:], stderr=rec.stderr[-4000:],
