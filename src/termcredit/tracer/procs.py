@@ -100,6 +100,11 @@ class EventStream:
     nonce: str | None = None
     # protocol violations: SEQ the anomaly belongs to (None: the session) -> reasons
     integrity: dict[int | None, list[str]] = field(default_factory=dict)
+    # the shell's cwd when a command's start marker / end marker ran (None: unknown)
+    cwd_start: dict[int, str | None] = field(default_factory=dict)
+    cwd_end: dict[int, str | None] = field(default_factory=dict)
+    # SEQ -> cwds its processes resolved a relative path against (the cwd a command used)
+    cwd_used: dict[int, set[str]] = field(default_factory=dict)
 
 
 class MarkerPath(NamedTuple):
@@ -262,11 +267,24 @@ class Tracker:
             return
         if name in ("execve", "execveat") and sc.ok and not sc.orphan:
             events = syscall_events(sc, proc.cwd.path)
+            if events:
+                self._note_relative(sc, proc)
             if events and events[0].argv is not None:
                 proc.argv = events[0].argv
             self._emit(proc, events)
             return
-        self._emit(proc, syscall_events(sc, proc.cwd.path))
+        events = syscall_events(sc, proc.cwd.path)
+        if events:
+            self._note_relative(sc, proc)
+        self._emit(proc, events)
+
+    def _note_relative(self, sc: Syscall, proc: Process) -> None:
+        """Record the cwd a call resolved a relative path against (AT_FDCWD or a legacy call)."""
+        cwd = proc.cwd.path
+        seq = self._seq_of(proc)
+        if seq is None or cwd is None or not _relative_to_cwd(sc.args):
+            return
+        self.out.cwd_used.setdefault(seq, set()).add(cwd)
 
     def _chdir(self, sc: Syscall, proc: Process) -> bool:
         """Handle a chdir; True when fully handled (markers, successful moves)."""
@@ -279,6 +297,8 @@ class Tracker:
                 proc.cwd.path = target
             return True  # never an event, whoever issued it
         if sc.ok:
+            if raw is not None and not raw.value.startswith("/"):
+                self._note_relative(sc, proc)  # `cd sub` used the cwd it started from
             proc.cwd.path = target  # None when the cwd was unknown; resynced by AT_FDCWD
             if self.outside and proc is self.shell:
                 self._outside_activity(f"chdir {target}")
@@ -330,6 +350,7 @@ class Tracker:
             if self.open is not None:
                 self._flag(blame, f"start marker {marker.name} while step {self.open} is open")
             self.started.add(seq)
+            self.out.cwd_start.setdefault(seq, proc.cwd.path)
             self.open, self.outside, self.last_seq = seq, False, seq
             self.current = seq
         else:
@@ -344,6 +365,7 @@ class Tracker:
             elif self.open != seq:
                 self._flag(blame, f"end marker {marker.name} while step {self.open} is open")
             self.ended.add(seq)
+            self.out.cwd_end[seq] = proc.cwd.path
             if self.open == seq:
                 self.open, self.outside = None, True
             if self.current == seq:
@@ -402,6 +424,27 @@ class Tracker:
             return _CWD_REPORT.fullmatch(path) is not None
         head = f"{MARKER_ROOT}/{self.out.nonce}/cwd"
         return path == head or path.startswith(head + "/")
+
+
+@fast.memoized
+def _relative_to_cwd(args: tuple[str, ...]) -> bool:
+    """Does a call with these arguments name a path relative to the cwd? A quoted relative
+    path argument, and no dirfd other than AT_FDCWD in front of it (`unlinkat(3</d>, "x")` is
+    relative to an open directory, not to the cwd). Quoted args of path calls are paths."""
+    real_dirfd = False
+    for arg in args:
+        if arg.startswith('"'):
+            s = parse_str(arg)
+            if s is not None and s.value and not s.value.startswith("/") and not real_dirfd:
+                return True
+            real_dirfd = False
+        elif arg.startswith(("-100", "AT_FDCWD")):
+            real_dirfd = False
+        elif arg[:1].isdigit() and "<" in arg:
+            real_dirfd = True  # an fd with its path: the next path is relative to it
+        else:
+            real_dirfd = False
+    return False
 
 
 @fast.memoized

@@ -19,6 +19,9 @@ class CommandTrace:
     start_ts: float | None = None  # first s<SEQ> marker
     end_ts: float | None = None  # last e<SEQ> marker; None if the segment never closed
     exit_code: int | None = None  # from the sandbox's `e<SEQ>.<EXIT>` end marker
+    cwd_start: str | None = None  # the shell's cwd at the start marker (None: unknown)
+    cwd_end: str | None = None  # the shell's cwd at the end marker (None: unknown/unclosed)
+    cwd_used: set[str] = field(default_factory=set)  # cwds relative paths were resolved in
 
 
 @dataclass
@@ -106,6 +109,9 @@ def parse_session(
             start_ts=start[0].ts if start else None,
             end_ts=end[-1].ts if end else None,
             exit_code=end[-1].exit_code if end else None,
+            cwd_start=stream.cwd_start.get(seq),
+            cwd_end=stream.cwd_end.get(seq),
+            cwd_used=set(stream.cwd_used.get(seq, ())),
         )
     return SessionTrace(
         commands=commands,
