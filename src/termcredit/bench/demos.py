@@ -1,9 +1,11 @@
 """Demonstrations for the warm start (noisy) and the OPD teacher (clean), from task oracles.
 
-Recipe (documented in the README): for each task, the oracle's commands (solution/solve.sh,
-comment lines dropped, backslash-continued lines joined) make a clean demonstration ending in
-`done`. The noisy set mixes, per task: clean copies, copies with exploration commands before
-the work (`ls`, `cat`, `find` of the task's folder), copies with a distractor write after it
+Recipe (documented in the README): for each task, the oracle's commands (solution/solve.sh
+split into its top-level commands by bash's grammar, `split.split_commands`: multi-line
+quotes, here-documents and continued lines kept whole, comments dropped; a multi-line command
+is the action as a ```bash block, which `parse_action` reads whole) make a clean demonstration
+ending in `done`. The noisy set mixes, per task: clean copies, copies with exploration commands
+before the work (`ls`, `cat`, `find` of the task's folder), copies with a distractor write after it
 (`echo ... > /tmp/debug.log`), and wrong copies (the answer written to the wrong file, or a
 pipeline with its last stage dropped). Observations are short synthetic ones ("exit code: 0"):
 the policy learns the shape of a solution, not any instance's data.
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from ..tasks import Task
 from ..trainer.sft import Demo
+from .split import split_commands
 
 EXPLORE = ["ls -la /app", "ls /app/*", "find /app -maxdepth 2 -type f", "pwd"]
 DISTRACT = ["echo checking > /tmp/debug.log", "date > /tmp/when.txt", "ls /tmp"]
@@ -24,10 +27,18 @@ OK = "exit code: 0"
 
 
 def oracle_commands(task: Task) -> list[str]:
-    text = (task.solution_dir / "solve.sh").read_text()
-    text = re.sub(r"\\\n\s*", " ", text)  # join continued lines
-    return [ln.strip() for ln in text.splitlines()
-            if ln.strip() and not ln.strip().startswith("#")]
+    """The oracle's commands as action texts (see `_action`)."""
+    return [_action(c) for c in _commands(task)]
+
+
+def _commands(task: Task) -> list[str]:
+    return split_commands((task.solution_dir / "solve.sh").read_text())
+
+
+def _action(command: str) -> str:
+    """The action text of a command: itself, or a fenced block when it spans lines (the first
+    line alone would be what a policy's plain reply runs)."""
+    return f"```bash\n{command}\n```" if "\n" in command else command
 
 
 def wrong_variant(cmd: str, rng: random.Random) -> str:
@@ -44,7 +55,7 @@ def clean_demos(task: Task) -> list[Demo]:
 
 
 def noisy_demos(task: Task, rng: random.Random, copies: int = 6) -> list[Demo]:
-    cmds = oracle_commands(task)
+    cmds = _commands(task)
     demos = []
     for k in range(copies):
         kind = k % 4
@@ -56,6 +67,7 @@ def noisy_demos(task: Task, rng: random.Random, copies: int = 6) -> list[Demo]:
         elif kind == 3:
             i = rng.randrange(len(turns))
             turns[i] = (wrong_variant(turns[i][0], rng), OK)
+        turns = [(_action(c), obs) for c, obs in turns]
         demos.append(Demo(task.instruction, turns + [("done", "")]))
     return demos
 
