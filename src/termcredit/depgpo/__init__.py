@@ -13,7 +13,15 @@ from dataclasses import dataclass
 from .advantage import Weights, step_advantages, step_weights
 from .credit import CreditResult, DepGPOConfig, assign_credit
 from .facts import CommandFacts, EpisodeFacts, Version
-from .graph import DepGraph, GraphBuilder, annotate, build_graph, from_json, to_json
+from .graph import (
+    DepGraph,
+    GraphBuilder,
+    add_verifier_edges,
+    annotate,
+    build_graph,
+    from_json,
+    to_json,
+)
 from .ownership import (
     WHOLE_FILE,
     CommandEffects,
@@ -76,6 +84,7 @@ def analyse(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig()) -> Analysis
     sw = StepWeights(tuple(steps), tuple(step_credit), wts.f, wts.w, tuple(n_tok),
                      tuple(labels), wts.fallback, rel_steps)
     annotate(dg.graph, cr.credit, cr.classes, dict(zip(steps, wts.w)))
+    add_verifier_edges(dg.graph, cr.deps)
     return Analysis(dg, cr, sw)
 
 

@@ -18,6 +18,11 @@
   was current ("feeds a relevant writer"). Relevant resource writers also spread relevance
   over their own qualifying reads (information flowed into the verified result through them).
   With ``resource_units`` a mixed command counts each resource write as one more record.
+* **Working directory, absence, metadata** (issue #13): a command whose `cd` set the cwd a
+  *relevant* command resolved relative paths in is a relevant resource writer of that cwd
+  (label ``cwd``); a lasting deletion of a path in E, or of an entry of a directory the
+  verifier listed (a rename's source included), is relevant (label ``absence``); a lasting
+  chmod/chown/touch of a path in E or of a listed directory is relevant (label ``metadata``).
 * **Supporting reads** (traced commands that changed nothing):
   ``c_r = Σ_w β^d(r,w) · c_w`` over distinct writer commands w reachable over command-level
   edges (writer -> reader of its records/effects, stdout producer -> consumer), d the shortest
@@ -60,6 +65,9 @@ class CreditResult:
     n_records: tuple[int, ...]
     n_direct: tuple[int, ...]
     n_indirect: tuple[int, ...]
+    # per command: (kind, path, to) with kind cwd|absence|metadata; to: the later command that
+    # used the cwd, None for the verifier
+    deps: tuple[tuple[tuple[str, str, int | None], ...], ...] = ()
 
 
 def ancestors(path: str) -> list[str]:
@@ -113,6 +121,14 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
                 res_at.setdefault(rw.path, set()).add(c)
                 if rw.path in E or rw.path in e_anc:
                     rel_res.add((c, rw.path))
+    listed = dg.listed
+    for c, e in enumerate(effects):  # what the verifier's listings saw: gone entries, modes
+        for rw in e.resources:
+            parent = rw.path.rpartition("/")[0] or "/"
+            if ((rw.kind == "delete" and parent in listed)
+                    or (rw.kind == "meta" and rw.path in listed)) and persists(c, rw.path, rw.kind):
+                rel_res.add((c, rw.path))
+    cwd_used_by: dict[int, dict[int, str]] = {}  # setter -> relevant user -> dir
     relevant = set(direct) | {c for c, _ in rel_res}
     indirect: dict[int, set[Record]] = {}
     queue = deque(sorted(relevant))
@@ -153,10 +169,28 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
                 for w in res_at.get(a, ()):
                     rel_res.add((w, a))
                     mark(w)
+        for w, d in dg.cwd_from[c].items():  # the `cd` that set the cwd it used
+            rel_res.add((w, "cwd:" + d))
+            cwd_used_by.setdefault(w, {})[c] = d
+            mark(w)
 
     by_cmd_res: dict[int, int] = {}
     for c, _ in rel_res:
         by_cmd_res[c] = by_cmd_res.get(c, 0) + 1
+    res_kinds = [{rw.path: rw.kind for rw in e.resources} for e in effects]
+    deps: list[list[tuple[str, str, int | None]]] = [[] for _ in range(n)]
+    kinds_of: list[set[str]] = [set() for _ in range(n)]
+    for c, p in sorted(rel_res):
+        if p.startswith("cwd:"):
+            kinds_of[c].add("cwd")
+            continue
+        k = res_kinds[c].get(p)
+        label = {"delete": "absence", "meta": "metadata"}.get(k or "", "resource-write")
+        kinds_of[c].add(label)
+        if label != "resource-write":
+            deps[c].append((label, p, None))
+    for w, users in cwd_used_by.items():
+        deps[w].extend(("cwd", d, u) for u, d in sorted(users.items()))
     credit: list[float | None] = [None] * n
     classes: list[tuple[str, ...]] = [("untraced",)] * n
     n_rec, n_dir, n_ind = [0] * n, [0] * n, [0] * n
@@ -169,7 +203,7 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             continue
         d, i = direct.get(c, set()), indirect.get(c, set())
         n_rec[c], n_dir[c], n_ind[c] = len(e.records), len(d), len(i)
-        n_res = len({rw.path for rw in e.resources})
+        n_res = len({rw.path for rw in e.resources}) + (dg.cwd_set[c] is not None)
         good_res = min(by_cmd_res.get(c, 0), n_res)
         if e.records:
             good, total = len(d | i), len(e.records)
@@ -180,8 +214,10 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             credit[c] = good / total
         else:
             credit[c] = 1.0 if good_res else 0.0
-        labels = [name for name, on in (("direct-write", d), ("indirect-write", i),
-                                        ("resource-write", good_res)) if on]
+        labels = [name for name, on in (("direct-write", d), ("indirect-write", i)) if on]
+        if good_res:
+            labels += [k for k in ("resource-write", "absence", "metadata", "cwd")
+                       if k in kinds_of[c]]
         classes[c] = tuple(labels) or ("no-flow",)
     writer_credit = list(credit)
     beta = cfg.beta
@@ -195,6 +231,9 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
         return total
 
     for c in readers:
+        if "cwd" in kinds_of[c]:  # changed no file, but set the cwd a relevant command used
+            credit[c], classes[c] = 1.0, ("cwd",)
+            continue
         cr = support(c)
         credit[c] = cr
         classes[c] = ("supporting-read",) if cr > 0 else ("no-flow",)
@@ -207,4 +246,4 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
                     kept = tuple(x for x in classes[c] if x != "no-flow")
                     classes[c] = kept + ("supporting-read",)
     return CreditResult(tuple(credit), tuple(classes), frozenset(relevant), tuple(n_rec),
-                        tuple(n_dir), tuple(n_ind))
+                        tuple(n_dir), tuple(n_ind), tuple(tuple(x) for x in deps))

@@ -37,6 +37,11 @@ class CommandFacts:
     after: dict[str, Version] = field(default_factory=dict)  # state of written paths after
     n_tokens: int = 1  # loss tokens of this step (1 when not from a policy)
     traced: bool = True  # False: no command ran (invalid action, `done`): weight 1
+    # working directory (from the trace): the shell's cwd before/after the command (None:
+    # unknown) and the cwds its processes resolved relative paths against
+    cwd_before: str | None = None
+    cwd_after: str | None = None
+    cwd_used: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -45,3 +50,4 @@ class EpisodeFacts:
     commands: list[CommandFacts]
     resources: list[str]  # cleaned verifier-inspected paths (E)
     resources_raw: list[str] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)  # directories the verifier listed

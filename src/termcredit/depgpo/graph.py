@@ -12,7 +12,10 @@ command, so a live episode can grow it step by step):
 * edges keyed and tagged by ``kind``: ``read`` (version current at the start -> cmd),
   ``write`` (cmd -> its new version), ``derived`` (version -> version, ``how`` =
   append/in-place/rename/link), ``tombstone`` (last version -> deleted version), ``stdout``
-  (cmd -> its stdout node), ``stdout-reuse`` (stdout node -> consumer cmd, ``values``).
+  (cmd -> its stdout node), ``stdout-reuse`` (stdout node -> consumer cmd, ``values``),
+  ``cwd`` (the command whose `cd` set the shell's cwd -> a later command that resolved
+  relative paths in it, ``path``); after credit, ``absence`` and ``metadata`` (cmd -> the
+  ``verifier`` node, ``path``): a lasting deletion/chmod the verifier saw.
 
 Next to it the builder keeps what credit needs in plain Python (NetworkX is for storage and
 drawing; the hot path never walks it): the ownership tracker and ``succ``, the command-level
@@ -42,6 +45,9 @@ class DepGraph:
     succ: list[set[int]]  # command-level edges: writer -> reader, producer -> consumer
     sources: list[dict[int, tuple[str, ...]]]  # per command: stdout producer -> values reused
     resources: frozenset[str]  # cleaned verifier-inspected paths (E)
+    cwd_from: list[dict[int, str]]  # per command: the command that set the cwd it used -> dir
+    cwd_set: list[str | None]  # per command: the cwd its `cd` set (None: changed none)
+    listed: frozenset[str] = frozenset()  # directories the verifier listed
 
     @property
     def effects(self) -> list[CommandEffects]:
@@ -63,6 +69,9 @@ class GraphBuilder:
         self.sources: list[dict[int, tuple[str, ...]]] = []
         self._marked: list[str] = []
         self._placeholders: list[str] = []
+        self.cwd_from: list[dict[int, str]] = []
+        self.cwd_set: list[str | None] = []
+        self._cwd: tuple[str, int] | None = None  # (shell cwd, the command that set it)
 
     def _version(self, v: FileVersion) -> str:
         node = v.node
@@ -84,9 +93,12 @@ class GraphBuilder:
                    exit_code=cmd.exit_code, traced=cmd.traced, n_tokens=cmd.n_tokens,
                    meta=sorted(r.path for r in eff.resources if r.kind == "meta"),
                    noop=sorted(eff.noop), credit=None, classes=[])
+        self.cwd_from.append({})
+        self.cwd_set.append(None)
         if not cmd.traced:
             self.sources.append({})
             return eff
+        self._cwd_edges(c, cmd)
         for r in eff.reads:
             g.add_edge(self._version(r.version), me, key="read", kind="read")
             for w in r.version.owners | r.res_owners:
@@ -109,6 +121,22 @@ class GraphBuilder:
                        values=list(values))
             self.succ[p].add(c)
         return eff
+
+    def _cwd_edges(self, c: int, cmd: CommandFacts) -> None:
+        """Working directory: a command that resolved relative paths in the cwd an earlier
+        command's `cd` set depends on it; a `cd` into the cwd the shell is already in sets
+        nothing."""
+        if self._cwd is not None:
+            d, w = self._cwd
+            if d in cmd.cwd_used and w != c:
+                self.cwd_from[c][w] = d
+                self.succ[w].add(c)
+                self.graph.add_edge(cmd_node(w), cmd_node(c), key="cwd", kind="cwd", path=d)
+        before = cmd.cwd_before if cmd.cwd_before is not None else (
+            self._cwd[0] if self._cwd is not None else None)
+        if cmd.cwd_after is not None and cmd.cwd_after != before:
+            self._cwd = (cmd.cwd_after, c)
+            self.cwd_set[c] = cmd.cwd_after
 
     def mark_resources(self, resources: Iterable[str]) -> None:
         """``resource=True`` on the final version of each verifier-inspected path (a v0 node
@@ -133,10 +161,11 @@ class GraphBuilder:
             self._marked.append(node)
         self.graph.graph["resources"] = sorted(set(resources))
 
-    def result(self, resources: Iterable[str] = ()) -> DepGraph:
+    def result(self, resources: Iterable[str] = (), listed: Iterable[str] = ()) -> DepGraph:
         res = frozenset(resources)
         self.mark_resources(res)
-        return DepGraph(self.graph, self.tracker, self.commands, self.succ, self.sources, res)
+        return DepGraph(self.graph, self.tracker, self.commands, self.succ, self.sources, res,
+                        self.cwd_from, self.cwd_set, frozenset(listed))
 
 
 def build_graph(facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",
@@ -144,7 +173,7 @@ def build_graph(facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",
     b = GraphBuilder(facts.instruction, diff_rewrites=diff_rewrites, reuse=reuse)
     for cmd in facts.commands:
         b.add(cmd)
-    return b.result(facts.resources)
+    return b.result(facts.resources, facts.listed)
 
 
 def annotate(graph: nx.MultiDiGraph, credit: Sequence[float | None],
@@ -155,6 +184,18 @@ def annotate(graph: nx.MultiDiGraph, credit: Sequence[float | None],
         d["credit"], d["classes"] = cr, list(cl)
         if weights is not None:
             d["weight"] = weights.get(d["step"])
+
+
+def add_verifier_edges(graph: nx.MultiDiGraph,
+                       deps: Sequence[Sequence[tuple[str, str, int | None]]]) -> None:
+    """``absence``/``metadata`` edges cmd -> ``verifier`` from credit's per-command deps."""
+    for c, ds in enumerate(deps):
+        for kind, path, to in ds:
+            if to is None:
+                if "verifier" not in graph:
+                    graph.add_node("verifier", type="verifier")
+                graph.add_edge(cmd_node(c), "verifier", key=f"{kind}:{path}", kind=kind,
+                               path=path)
 
 
 def to_json(graph: nx.MultiDiGraph) -> str:

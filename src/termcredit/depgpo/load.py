@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..estimators import step_token_counts
 from ..records import Trajectory, load_json
+from ..tracer import parse_session
 from .facts import CommandFacts, EpisodeFacts, Version
 
 
@@ -39,8 +41,38 @@ def _text(content_dir: Path | None, sha: str | None, in_memory: str | None) -> s
     return path.read_text() if path.is_file() else None
 
 
+def _cwd_facts(traj: Trajectory) -> dict[int, tuple[str | None, str | None, set[str]]]:
+    """SEQ -> (shell cwd before, after, cwds relative paths were resolved in), from the agent
+    session's trace (the trial directory's, else the steps' in-memory segments)."""
+    text = ""
+    if traj.trial_dir and (Path(traj.trial_dir) / "trace").is_dir():
+        try:
+            text = trial_session_text(traj.trial_dir)
+        except OSError:
+            text = ""
+    if not text:
+        text = "".join(s.command.trace for s in traj.steps if s.command and s.command.trace)
+    if not text:
+        return {}
+    session = parse_session(text)
+    return {seq: (c.cwd_start, c.cwd_end, set(c.cwd_used)) for seq, c in session.commands.items()}
+
+
+def _verifier_listed(traj: Trajectory) -> list[str]:
+    if not traj.trial_dir:
+        return []
+    path = Path(traj.trial_dir) / "verifier" / "resources.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    listed = data.get("listed", []) if isinstance(data, dict) else []
+    return [p for p in listed if isinstance(p, str)]
+
+
 def facts_from_trajectory(traj: Trajectory) -> EpisodeFacts:
     content_dir = Path(traj.trial_dir) / "content" if traj.trial_dir else None
+    cwds = _cwd_facts(traj)
     counts = step_token_counts(traj)
     commands = []
     for step, n_tok in zip(traj.steps, counts):
@@ -59,5 +91,10 @@ def facts_from_trajectory(traj: Trajectory) -> EpisodeFacts:
             deleted=set(acc.deleted), meta=set(acc.meta), derived_from=dict(acc.derived_from),
             after=after, n_tokens=n_tok,
         ))
+        if rec.seq in cwds:
+            before, end, used = cwds[rec.seq]
+            commands[-1].cwd_before, commands[-1].cwd_after, commands[-1].cwd_used = (
+                before, end, used)
     resources = traj.verifier.resources if traj.verifier else []
-    return EpisodeFacts(instruction=traj.instruction, commands=commands, resources=resources)
+    return EpisodeFacts(instruction=traj.instruction, commands=commands, resources=resources,
+                        listed=_verifier_listed(traj))

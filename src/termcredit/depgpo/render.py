@@ -19,6 +19,9 @@ EDGE_STYLE = {
     "tombstone": 'color="#999999", style=dotted',
     "stdout": 'color="#aaaaaa", arrowhead=none',
     "stdout-reuse": 'color="#e67e22", style=bold, penwidth=2',
+    "cwd": 'color="#16a085", style=bold',
+    "absence": 'color="#c0392b", style=dashed, penwidth=1.6',
+    "metadata": 'color="#d35400", style=dashed, penwidth=1.6',
 }
 
 
@@ -105,6 +108,8 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
             if d.get("resource"):
                 style += ', color="#c0392b", penwidth=2.5, fillcolor="#fdebd0"'
             out.append(f"  {_q(n)} [{style}, label={_q(label)}];")
+        elif kind == "verifier":
+            out.append(f"  {_q(n)} [shape=doubleoctagon, color=\"#c0392b\", label=\"verifier\"];")
         elif kind == "stdout":
             out.append(f"  {_q(n)} [shape=plaintext, fontsize=8, fontcolor=\"#777777\", "
                        f"label={_q('stdout #' + str(d.get('step')))}];")
@@ -126,6 +131,9 @@ _EDGE_WORDS = {  # how each edge kind looks, in words, for the legend
     "tombstone": ("#999999", "dotted: deleted"),
     "stdout": ("#aaaaaa", "thin grey: the command's stdout"),
     "stdout-reuse": ("#e67e22", "bold orange: a later command used a value it printed"),
+    "cwd": ("#16a085", "bold green: a later command used the cwd its cd set"),
+    "absence": ("#c0392b", "dashed red: the verifier found what it deleted gone"),
+    "metadata": ("#d35400", "dashed orange: the verifier saw the mode/owner/time it set"),
 }
 
 

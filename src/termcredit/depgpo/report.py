@@ -13,10 +13,24 @@ def analyse_trial(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> 
     return analyse(facts_from_trajectory(load_trajectory(trial_dir)), cfg)
 
 
+def step_deps(res: Analysis) -> dict[int, list[dict[str, Any]]]:
+    """Per step: the cwd/absence/metadata dependencies that earned its commands credit:
+    ``{"kind", "path", "to_step"}`` (``to_step``: the step that used the cwd; None: the
+    verifier)."""
+    cmds = res.graph.commands
+    out: dict[int, list[dict[str, Any]]] = {}
+    for c, ds in enumerate(res.credit.deps):
+        for kind, path, to in ds:
+            out.setdefault(cmds[c].index, []).append(
+                {"kind": kind, "path": path, "to_step": None if to is None else cmds[to].index})
+    return out
+
+
 def credit_rows(res: Analysis, commands: dict[int, str]) -> list[dict[str, Any]]:
     sw = res.weights
+    deps = step_deps(res)
     return [{"step": s, "command": commands.get(s, ""), "credit": c, "weight": w, "f": f,
-             "classes": list(cl)}
+             "classes": list(cl), "deps": deps.get(s, [])}
             for s, c, w, f, cl in zip(sw.steps, sw.credit, sw.w, sw.f, sw.classes)]
 
 

@@ -130,6 +130,7 @@ def test_random_graphs_are_dags_and_round_trip(facts):
     text = to_json(g)
     assert to_json(from_json(text)) == text
     for u, v, kind in g.edges(data="kind"):
-        assert kind in {"read", "write", "derived", "tombstone", "stdout", "stdout-reuse"}
+        assert kind in {"read", "write", "derived", "tombstone", "stdout", "stdout-reuse",
+                        "cwd", "absence", "metadata"}
         if kind == "stdout-reuse":
             assert g.nodes[u]["index"] < g.nodes[v]["index"]
