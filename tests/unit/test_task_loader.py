@@ -134,7 +134,7 @@ def load_error(tmp_path: Path, toml: str) -> TaskError:
          "unknown key 'memory_mb' in [agent]; it belongs in [environment]"),
         ("[verifier]\nfoo = 1\n", "verifier.foo",
          "unknown key 'foo' in [verifier]; valid keys: timeout_sec, env, agent_processes, "
-         "on_suspect, agent_may_modify"),
+         "on_suspect, agent_may_modify, logs_max_mb"),
         ("[environment.limits]\ncpus = 1\n", "environment.limits",
          "unknown key 'limits' in [environment]; valid keys: build_timeout_sec, cpus, memory_mb, "
          "storage_mb, allow_internet, docker_image, env"),
