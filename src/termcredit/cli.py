@@ -125,6 +125,48 @@ def _cmd_credit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_credit_audit(args: argparse.Namespace) -> int:
+    from .bench.credit_audit import audit, fmt, jobs_for, result_line
+    from .depgpo import DepGPOConfig
+
+    jobs = jobs_for(args.paths)
+    if not jobs:
+        raise ValueError("nothing to audit: no task with an oracle, no successful trial")
+    out = Path(args.out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-credit-audit")
+    data = audit(jobs, out, concurrency=args.concurrency, cfg=DepGPOConfig(beta=args.beta),
+                 command_timeout=args.command_timeout, log=_log)
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0
+    from rich.table import Table
+
+    show = Console()
+    table = Table(title=shown(f"credit audit ({out})"))
+    for col in ("trajectory", "reward", "steps", "necessary", "credited", "recall", "precision"):
+        table.add_column(col, overflow="fold")
+    for e in data["trajectories"]:
+        if e.get("error"):
+            table.add_row(shown(e["label"]), str(e["reward"]), "–", "–", "–", "–", "–")
+            continue
+        table.add_row(shown(e["label"]), str(e["reward"]), str(e["n_steps"]),
+                      str(e["n_necessary"]), str(e["n_credited"]), fmt(e["recall"]),
+                      fmt(e["precision"]))
+    show.print(table)
+    if data["misses"]:
+        misses = Table(title="misses")
+        for col in ("trajectory", "step", "command", "credit", "reward without", "miss"):
+            misses.add_column(col, overflow="fold")
+        for m in data["misses"]:
+            misses.add_row(shown(m["label"]), str(m["step"]), shown(m["command"]),
+                           fmt(m["credit"]), str(m["reward_without"]), m["miss"])
+        show.print(misses)
+    for s in data["skipped"]:
+        show.print(Text("skipped ", style="yellow") + shown(s["label"]) + Text(": ")
+                   + shown(s["error"]))
+    print(result_line(data))
+    return 0
+
+
 def _cmd_graph(args: argparse.Namespace) -> int:
     from .depgpo.load import load_trajectory
     from .depgpo.render import render
@@ -253,6 +295,25 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--beta", type=float, default=0.5, help="supporting-read decay (default 0.5)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.set_defaults(func=_cmd_credit)
+
+    ca = sub.add_parser("credit-audit", help="DepGPO credit against leave-one-out replays",
+                        description="Replay each successful trajectory once per step with that "
+                        "step left out (a fresh sandbox each time); a step is necessary when the "
+                        "reward drops. Reports recall (necessary steps with credit > 0) and "
+                        "precision (credited steps that are necessary) per trajectory and "
+                        "overall, lists every miss, writes OUT/audit.json. Arguments: task "
+                        "folders (their oracle, solve.sh split into commands) or `termcredit "
+                        "run` folders (their successful trials).")
+    ca.add_argument("paths", nargs="+", metavar="RUN_OR_TASKS")
+    ca.add_argument("--out", help="audit directory (default runs/<stamp>-credit-audit)")
+    ca.add_argument("--concurrency", "-n", type=int, default=2,
+                    help="replays at once (default 2)")
+    ca.add_argument("--beta", type=float, default=0.5,
+                    help="DepGPO supporting-read decay (default 0.5)")
+    ca.add_argument("--command-timeout", type=float, default=120.0,
+                    help="per-command timeout in seconds (default 120)")
+    ca.add_argument("--json", action="store_true", help="print audit.json to stdout")
+    ca.set_defaults(func=_cmd_credit_audit)
 
     gr = sub.add_parser("graph", help="draw a trial's dependency graph",
                         description="Draw the command / file-version graph of a trial: time "
