@@ -18,6 +18,10 @@ from ..records import Accesses, CommandRecord, FileState
 from ..tracer import AccessSummary, EnvironmentLayer, parse_session, summarize_segment
 
 CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ownership
+# The whole-session parse holds every step's trace at once (each step's is capped at 20 MiB in
+# the sandbox); past this, steps keep the accesses of their own segment (background jobs'
+# late writes then go unattributed) so the harness's memory stays bounded per episode too.
+SESSION_PARSE_CAP = 96 << 20
 
 
 def to_accesses(summary: AccessSummary) -> Accesses:
@@ -44,6 +48,7 @@ class StepObserver:
     def after_step(self, rec: CommandRecord) -> None:
         """Content check: hash what this command may have written, right after it ran."""
         seg = summarize_segment(rec.trace, self.env)
+        rec.accesses = to_accesses(seg)  # until finalize attributes background jobs exactly
         candidates = sorted(seg.written | seg.meta)
         if not candidates:
             return
@@ -65,6 +70,9 @@ class StepObserver:
         """Per-step accesses from the whole session (correct background attribution), and
         tampering seen in the trace: each step's reasons go to its record, the session-level
         ones (outside any step) are returned."""
+        if len(session_text) > SESSION_PARSE_CAP:
+            return [f"session trace of {len(session_text) >> 20} MiB not parsed as a whole "
+                    f"(cap {SESSION_PARSE_CAP >> 20} MiB): per-step accesses only"]
         tokens = {rec.seq: rec.end_token for rec in records}
         session = parse_session(session_text, self.shell.nonce, self.env, tokens=tokens)
         for rec in records:
