@@ -403,5 +403,6 @@ def test_executed_symlink_whose_target_the_agent_replaced_is_a_hit():
     changed = {"/usr/bin/python3.11"}
     assert audit_verifier(trace, changed, workdir="/app", instruction="") == []
     hits = audit_verifier(trace, changed, workdir="/app", instruction="",
-                          exec_targets={"/usr/bin/python3": ["/usr/bin/python3.11"]})
+                          resolve=lambda paths: {p: ["/usr/bin/python3.11"] for p in paths
+                                                 if p == "/usr/bin/python3"})
     assert hits == [{"path": "/usr/bin/python3.11", "reason": "executed (as /usr/bin/python3)"}]

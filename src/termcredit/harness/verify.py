@@ -21,7 +21,8 @@ from pathlib import Path
 from ..records import Trajectory, VerifierReport
 from ..sandbox import Sandbox
 from ..tasks import Task
-from ..tasks.audit import audit_verifier, verifier_loaded
+from ..tasks.audit import audit_verifier
+from ..tasks.resources import under
 from ..tasks.verifier import run_verifier
 from ..tracer import EnvironmentLayer, parse_session, summarize
 
@@ -40,10 +41,6 @@ def _written(trace_text: str) -> set[str]:
     for sets in (s, s.environment):
         out |= sets.written | sets.deleted | sets.temporary | sets.meta
     return out
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root + "/")
 
 
 def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Path, *,
@@ -66,20 +63,19 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
         (trace_dir / "agent-during-verifier.strace").write_text(window)
     traj.integrity += [r for r in agent.integrity if r not in traj.integrity]
     during = _written(window) if window else set()
-    verifier_trace = (trial_dir / "trace" / "verifier.strace").read_text()
+    verifier_trace = "".join(sandbox.verifier_shell.session_trace)  # as run_verifier saved it
     verifier_wrote = _written(verifier_trace)
     after = set(sandbox.diff())
     # what an agent process made: all changes up to verification, the agent's traced writes
     # during it, and changes during it that the verifier's own trace does not explain
     changed = before | during | (after - before - verifier_wrote) | traj.written_paths()
-    executed = sorted(verifier_loaded(verifier_trace)[1])
     hits = audit_verifier(verifier_trace, changed, workdir=sandbox.workdir,
                           instruction=task.instruction, may_modify=task.agent_may_modify,
-                          exec_targets=agent.resolve(executed) if executed else {})
+                          resolve=agent.resolve)
     hit_paths = {h["path"] for h in hits}
     report.tampering = sorted(
         f"{p}: written by an agent process during verification" for p in during
-        if any(_under(p, root) for root in PROTECTED) or p in hit_paths)
+        if any(under(p, root) for root in PROTECTED) or p in hit_paths)
     report.suspect_files = hits
     report.suspect = bool(hits or report.tampering)
     return report

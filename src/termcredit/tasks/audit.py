@@ -41,14 +41,13 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from ..tracer import EnvironmentLayer, parse_records, parse_session, summarize
 from ..tracer.events import arg_path, is_marker_path, norm
 from ..tracer.lines import Syscall
-
-TESTS_DIR = "/tests"
+from .resources import TESTS_DIR, under
 PYTEST_CONFIG = frozenset({"pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
 CUSTOMIZE = frozenset({"sitecustomize.py", "usercustomize.py"})
 SHELL_STARTUP_NAMES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".profile"})
@@ -122,7 +121,7 @@ def shadows_module(path: str, workdir: str) -> bool:
     named like a standard-library or test-runner module: ``/app/pytest.py`` or
     ``/app/_pytest/main.py`` is what ``python3 -m pytest`` imports when run from /app."""
     path = source_of(path) or path
-    if not path.endswith(".py") or not _under(path, workdir) or path == workdir:
+    if not path.endswith(".py") or not under(path, workdir) or path == workdir:
         return False
     parts = path[len(workdir.rstrip("/")) + 1 :].split("/")
     top = parts[0][:-3] if len(parts) == 1 else parts[0]
@@ -166,10 +165,6 @@ def _named(text: str, token: str) -> bool:
     sentence dot is fine."""
     pattern = rf"(?<![\w.\-/]){re.escape(token)}(?![\w\-/]|\.\w)"
     return re.search(pattern, text) is not None
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 # ------------------------------------------------------------------ what the verifier loaded
@@ -216,25 +211,27 @@ def _open_aliases(trace_text: str) -> dict[str, set[str]]:
 
 def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: str,
                    instruction: str, may_modify: Sequence[str] = (),
-                   exec_targets: Mapping[str, Iterable[str]] | None = None) -> list[dict[str, str]]:
+                   resolve: Callable[[list[str]], Mapping[str, Iterable[str]]] | None = None,
+                   ) -> list[dict[str, str]]:
     """Toolchain files the verifier executed or loaded that an agent process created or
     modified, not exempt; ``[{"path", "reason"}]`` sorted by path (empty: not suspect).
 
-    ``exec_targets``: executed path -> the files the kernel really ran for it, which the trace
-    cannot show (the end of a symlink chain, a ``#!`` interpreter); the caller resolves them
-    in the container."""
+    ``resolve``: called once with the executed paths (sorted), returns executed path -> the
+    files the kernel really ran for it, which the trace cannot show (the end of a symlink
+    chain, a ``#!`` interpreter); the caller resolves them in the container."""
     read, executed, aliases = verifier_loaded(trace_text)
+    exec_targets = resolve(sorted(executed)) if resolve is not None and executed else {}
     changed = {norm(p) for p in agent_changed if isinstance(p, str) and p.startswith("/")}
     work = norm(workdir) if workdir and workdir.startswith("/") else "/"
 
     def exempt(path: str) -> bool:
         src = source_of(path)  # bytecode is exempt with its source
         names = [path] if src is None else [path, src]
-        if _under(path, TESTS_DIR) or any(glob_match(g, n) for g in may_modify for n in names):
+        if under(path, TESTS_DIR) or any(glob_match(g, n) for g in may_modify for n in names):
             return True
         if any(_named(instruction, n) for n in names):
             return True
-        if work == "/" or not _under(path, work):
+        if work == "/" or not under(path, work):
             return False
         if shadows_module(path, work):
             return False
@@ -256,7 +253,7 @@ def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: st
             hits.setdefault(name, reason)
             break
     for path in sorted(executed):
-        for target in sorted((exec_targets or {}).get(path, ())):
+        for target in sorted(exec_targets.get(path, ())):
             if target != path and target in changed and not exempt(target):
                 hits.setdefault(target, f"executed (as {path})")
     return [{"path": p, "reason": hits[p]} for p in sorted(hits)]

@@ -29,8 +29,9 @@ RUNNER_GLOBS = ("/logs/*", "*/.pytest_cache/*", "/tmp/pytest-of-*", "/root/.cach
 TESTS_DIR = "/tests"
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root + "/")
+def under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or inside it (lexically; paths are normalised by the tracer)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def is_runner_file(path: str) -> bool:
@@ -53,7 +54,7 @@ def verifier_resources(trace_text: str, *, agent_written: Iterable[str] = (),
     agent = set(agent_written)
     cleaned = sorted(
         p for p in reads
-        if not _under(p, TESTS_DIR) and p not in wrote and not env.contains(p)
+        if not under(p, TESTS_DIR) and p not in wrote and not env.contains(p)
         and not (is_runner_file(p) and p not in agent)
     )
     return {
