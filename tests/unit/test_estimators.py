@@ -59,11 +59,11 @@ def test_gigpo_singleton_anchors_degrade_to_grpo_mean_norm():
 def test_gigpo_std_mode_and_invalid_penalty():
     group = [traj(1, ["s", "x"], invalid=[False, True]), traj(0, ["s", "y"])]
     out = estimators.build("gigpo", gamma=1.0, mode="mean_std_norm", invalid_penalty=0.1)(group)
-    sd = math.sqrt(0.5)  # sample std of [1, 0]
-    a_e = [0.5 / sd, -0.5 / sd]
+    sd = 0.5  # population std of [1, 0]
+    # A^E rows: A [(1 - .5)/sd, (0.9 - .5)/sd] (penalty on its own row), B [-.5/sd] * 2
     # step returns: A [1, 0.9] (penalty on its own step only), B [0, 0]; S0 group [1, 0]
-    assert close(out.step_advantages[0], [a_e[0] + 0.5 / sd, a_e[0]], 1e-3)
-    assert close(out.step_advantages[1], [a_e[1] - 0.5 / sd, a_e[1]], 1e-3)
+    assert close(out.step_advantages[0], [0.5 / sd + 0.5 / sd, 0.4 / sd], 1e-3)
+    assert close(out.step_advantages[1], [-0.5 / sd - 0.5 / sd, -0.5 / sd], 1e-3)
 
 
 def test_gigpo_similarity_grouping():

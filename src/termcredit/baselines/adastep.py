@@ -43,7 +43,7 @@ class AdaStep:
         self.penalty, self.eps, self.fallback = invalid_penalty, eps, fallback
 
     def __call__(self, group: Group) -> EstimatorResult:
-        a_e = episode_advantages(group, self.use_std, self.eps, cross_steps=False)
+        a_e = episode_advantages(group, self.use_std, self.eps, False, self.penalty)
         returns = [step_returns(t, self.gamma, self.penalty) for t in group]
         a_s, clusters = step_advantages(group, returns, self.use_std, self.eps, self.similarity)
         weights = [[self.fallback] * len(r) for r in returns]
@@ -58,8 +58,8 @@ class AdaStep:
                 eligible += 1
                 for i, t in rows:
                     weights[i][t] = w
-        per_step = [[e + w * s for w, s in zip(ws, ss)]
-                    for e, ws, ss in zip(a_e, weights, a_s)]
+        per_step = [[e + w * s for e, w, s in zip(es, ws, ss)]
+                    for es, ws, ss in zip(a_e, weights, a_s)]
         return EstimatorResult(
             advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
             step_advantages=per_step,

@@ -23,12 +23,25 @@ def step_returns(traj, gamma: float, invalid_penalty: float) -> list[float]:
     return [r - (invalid_penalty if s.invalid else 0.0) for r, s in zip(out, traj.steps)]
 
 
+def group_std(values: Sequence[float]) -> float:
+    """Population std (divide by N, not N - 1): the one choice GRPO, GiGPO and AdaStep share
+    (AdaStep's ŵ uses population variances too); a group is the whole population it ranks."""
+    return statistics.pstdev(values) if len(values) > 1 else 0.0
+
+
+def norm_scale(values: Sequence[float], use_std: bool, eps: float) -> float:
+    """F_norm: std + eps (mean_std_norm) or 1 (mean_norm). A pool without spread is not scaled:
+    its own entries centre to 0 anyway, and a penalty outside it must not be divided by eps."""
+    sd = group_std(values)
+    return sd + eps if use_std and sd > 0 else 1.0
+
+
 def normalize(values: Sequence[float], use_std: bool, eps: float) -> list[float]:
     """x - mean (mean_norm) or (x - mean)/(std + eps) (mean_std_norm); one value -> 0."""
     if len(values) < 2:
         return [0.0] * len(values)
     mean = sum(values) / len(values)
-    scale = statistics.stdev(values) + eps if use_std else 1.0
+    scale = norm_scale(values, use_std, eps)
     return [(v - mean) / scale for v in values]
 
 

@@ -1,28 +1,33 @@
 """GiGPO (arXiv 2505.10978): episode advantage + ω · step advantage within anchor groups.
 
-A^E(τ_i) = normalize(R_i over the group)                       (mode: mean_norm | mean_std_norm)
+A^E(row) = (R_i − pen·[row's action invalid] − mean) / F_norm   (mode: mean_norm | mean_std_norm)
 A^S(t)   = normalize(G_t over rows with the same anchor state)  (singleton anchor group -> 0)
 A        = A^E + ω · A^S, broadcast over the step's tokens.
-`cross_steps=True` takes A^E's mean/std over all step rows (verl-agent's default) instead of
-one entry per trajectory (the paper's Eq. 3, our default).
+The invalid-action penalty lands on its own row in both terms (verl-agent subtracts it from that
+row's reward, which both terms read), so a penalised step in a singleton anchor group still pays.
+The baseline (mean, std) is over one R_i per trajectory (the paper's Eq. 3, our default), or with
+`cross_steps=True` over every step row's penalised value (verl-agent's default: longer
+trajectories weigh more). Stds are population stds (`common.group_std`).
 """
 
 from __future__ import annotations
 
 from ..estimators import EstimatorResult, Group, broadcast, register, reward_of
-from .common import anchor_groups, normalize, step_returns
+from .common import anchor_groups, norm_scale, normalize, step_returns
 
 
-def episode_advantages(group: Group, use_std: bool, eps: float, cross_steps: bool) -> list[float]:
+def episode_advantages(group: Group, use_std: bool, eps: float, cross_steps: bool,
+                       invalid_penalty: float) -> list[list[float]]:
+    """A^E per step row (one entry for a trajectory without steps)."""
     rewards = [reward_of(t) for t in group]
-    if not cross_steps:
-        return normalize(rewards, use_std, eps)
-    rows = [r for r, t in zip(rewards, group) for _ in range(max(1, len(t.steps)))]
-    mean = sum(rows) / len(rows) if rows else 0.0
-    if not use_std or len(rows) < 2:
-        return [r - mean for r in rewards]
-    var = sum((x - mean) ** 2 for x in rows) / (len(rows) - 1)
-    return [(r - mean) / (var ** 0.5 + eps) for r in rewards]
+    rows = [[r - (invalid_penalty if s.invalid else 0.0) for s in t.steps] or [r]
+            for r, t in zip(rewards, group)]
+    pool = [v for vs in rows for v in vs] if cross_steps else rewards
+    if len(pool) < 2:  # a lone trajectory: no baseline to compare with, only its penalties
+        return [[v - r for v in vs] for r, vs in zip(rewards, rows)]
+    mean = sum(pool) / len(pool)
+    scale = norm_scale(pool, use_std, eps)
+    return [[(v - mean) / scale for v in vs] for vs in rows]
 
 
 def step_advantages(group: Group, returns: list[list[float]], use_std: bool, eps: float,
@@ -48,10 +53,10 @@ class GiGPO:
         self.cross_steps = cross_steps
 
     def __call__(self, group: Group) -> EstimatorResult:
-        a_e = episode_advantages(group, self.use_std, self.eps, self.cross_steps)
+        a_e = episode_advantages(group, self.use_std, self.eps, self.cross_steps, self.penalty)
         returns = [step_returns(t, self.gamma, self.penalty) for t in group]
         a_s, clusters = step_advantages(group, returns, self.use_std, self.eps, self.similarity)
-        per_step = [[e + self.omega * s for s in steps] for e, steps in zip(a_e, a_s)]
+        per_step = [[e + self.omega * s for e, s in zip(es, ss)] for es, ss in zip(a_e, a_s)]
         n_rows = sum(len(r) for r in clusters.values())
         singles = sum(len(r) for r in clusters.values() if len(r) == 1)
         return EstimatorResult(

@@ -7,16 +7,15 @@ Every loss token of trajectory i gets Â_i. A group whose rewards are all equal 
 
 from __future__ import annotations
 
-import statistics
-
 from ..estimators import EstimatorResult, Group, broadcast, register, reward_of
+from .common import norm_scale
 
 
 def group_advantages(rewards: list[float], *, std: bool = True, eps: float = 1e-6) -> list[float]:
     if not rewards:
         return []
     mean = sum(rewards) / len(rewards)
-    scale = (statistics.pstdev(rewards) + eps) if std and len(rewards) > 1 else 1.0
+    scale = norm_scale(rewards, std, eps)  # population std, as in GiGPO and AdaStep
     return [(r - mean) / scale for r in rewards]
 
 
