@@ -139,6 +139,14 @@ class Trajectory:
         """Task files the agent's steps wrote (the verifier's runner-file rule needs them)."""
         return {p for s in self.steps if s.command and s.command.accesses
                 for p in s.command.accesses.written}
+
+    def changed_paths(self) -> set[str]:
+        """Task paths the agent's steps wrote, deleted or changed the metadata of (what the
+        verifier's lookups can be evidence about)."""
+        return {p for s in self.steps if s.command and s.command.accesses
+                for p in (*s.command.accesses.written, *s.command.accesses.deleted,
+                          *s.command.accesses.meta)}
+
     info: dict[str, Any] = field(default_factory=dict)
     integrity: list[str] = field(default_factory=list)  # episode-level tampering reasons
 

@@ -15,6 +15,9 @@ context into a later command line, so that one channel is matched on values:
   also stands for its parent directories and its tail sub-paths (``/app/data/in.csv`` uses
   ``in.csv`` and ``/app/data``). So ``42`` is not found in ``420`` or ``x42`` and ``data.csv``
   is not found in ``mydata.csv``.
+* **Not values**: keywords and built-in names of the languages agents write inline (awk's
+  ``BEGIN``/``FILENAME``, Python's ``print``, SQL's ``SELECT``): reusing them says nothing
+  about what the earlier output taught.
 * **Novelty** (interpretation): a value counts only where the stdout *told the agent
   something new*. Values in the task instruction are excluded (the reference's rule), and so
   are values that already appeared in the text of any command up to and including the
@@ -28,6 +31,8 @@ context into a later command line, so that one channel is matched on values:
 
 from __future__ import annotations
 
+import builtins
+import keyword
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -73,6 +78,25 @@ written reading writing load loaded save saved read-only readonly utf-8 utf8 asc
 x86_64 amd64 aarch64 debian ubuntu drwxr-xr-x
 """.split())
 
+# Keywords and built-in names of the languages agents write inline (Python, awk, shell, SQL,
+# C): a script that prints `BEGIN` or `print` taught nothing to a command that uses them.
+KEYWORDS = frozenset(
+    [w.lower() for w in keyword.kwlist]
+    + [n for n in dir(builtins) if n.islower() and not n.startswith("_")]
+    + """
+begin end filename fnr nr nf ofs ors subsep getline gsub gensub substr sprintf tolower toupper
+length split match index delete next nextfile function printf print system close fflush
+then elif else fi do done case esac until select function declare local readonly shift
+unset trap wait eval source alias
+select insert update delete from where group order having limit join inner outer left right
+values into create table drop alter index primary foreign key references distinct count
+include define ifdef ifndef endif pragma void char short long float double unsigned signed
+struct union enum typedef static const extern return sizeof switch default break continue
+goto volatile register inline main argc argv stdin stdout stderr null
+self __name__ __main__ __init__ __file__ sys.argv sys.exit os.path
+""".split()
+)
+
 
 @dataclass(frozen=True)
 class ReuseConfig:
@@ -108,6 +132,8 @@ def classify(tok: str, cfg: ReuseConfig = ReuseConfig()) -> str | None:
         if core in _TRIVIAL_PATHS or not any(ch.isalnum() for ch in core):
             return None
         return "path"
+    if tok.lower() in KEYWORDS:
+        return None
     if _DOTTED.fullmatch(tok):  # file names, dotted names, versions, addresses
         return "name" if len(tok) >= 4 else None
     if _IDENT.fullmatch(tok):

@@ -54,7 +54,7 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
     else:
         agent.kill()
     try:
-        report = run_verifier(sandbox, task, trial_dir, agent_written=traj.written_paths(),
+        report = run_verifier(sandbox, task, trial_dir, agent_written=traj.changed_paths(),
                               instance=instance)
     finally:
         window = agent.unwatch() if keep else ""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import FileState, ShellResult
+from ..tracer import STRACE_ARGS, STRACE_STAT_SET, STRACE_TRACE_SET
 
 _HERE = Path(__file__).parent
 NSINIT_SOURCE = (_HERE / "nsinit.py").read_text()
@@ -33,19 +34,17 @@ BOOTSTRAP = (
 )
 
 # Flags: -y shows fds as paths, -X raw makes flags bit tests, --seccomp-bpf stops the tracee
-# only on the lean syscall set below.
-TRACED_SYSCALLS = (
-    "open,openat,openat2,creat,rename,renameat,renameat2,unlink,unlinkat,rmdir,"
-    "link,linkat,symlink,symlinkat,mkdir,mkdirat,mknod,mknodat,truncate,ftruncate,"
-    "execve,execveat,clone,clone3,fork,vfork,chdir,fchdir,"
-    "utimensat,fchmodat,chmod,fchownat,chown,lchown,utime,utimes,futimesat"
-)
-# --pidns-translation: the agent's processes live in their own PID namespace; a clone's return
-# value must name the child as the line prefixes do (strace's namespace).
-STRACE_ARGV = [
-    "strace", "-f", "--pidns-translation", "-q", "-e", "signal=none", "--seccomp-bpf", "-y", "-X", "raw", "-ttt",
-    "-s", "4096", "-e", f"trace={TRACED_SYSCALLS}", "-o",
-]
+# only on the lean syscall set; --pidns-translation: the agent's processes live in their own
+# PID namespace, and a clone's return value must name the child as the line prefixes do.
+# The verifier's session also traces the stat family (what the tests checked exists, or not).
+_STRACE_HEAD = ["strace", "--pidns-translation", *STRACE_ARGS[:-1]]
+
+
+def strace_argv(role: str) -> list[str]:
+    traced = STRACE_TRACE_SET + ("," + STRACE_STAT_SET if role == "verifier" else "")
+    return [*_STRACE_HEAD, f"trace={traced}", "-o"]
+
+
 MARKER_ROOT = "/__termcredit__"
 SESSIONS = ("agent", "verifier")
 MAX_HEADER = 1 << 20  # bytes of JSON in one frame header
@@ -144,8 +143,8 @@ class ShimConnection:
         self.nonces = {name: secrets.token_hex(8) for name in SESSIONS}
         self.lock = threading.Lock()
         self.closed = False
-        cfg = {"sessions": {n: {"nonce": v} for n, v in self.nonces.items()},
-               "strace": STRACE_ARGV, "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
+        cfg = {"sessions": {n: {"nonce": v, "strace": strace_argv(n)}
+                            for n, v in self.nonces.items()}, "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
         exec_id = api.exec_create(
             container_id, ["python3", "-c", BOOTSTRAP, str(len(SHIM_SOURCE)), json.dumps(cfg)],
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,

@@ -13,7 +13,11 @@ Rules (each documented here because the DepGPO ablation says cleaning matters mo
     reading it is evidence: a task may ask the agent to add a user),
   - the environment layer (``/usr``, ``/proc``, ``__pycache__``, ... see tracer.summary),
   - directory listings: interpreters list every ``sys.path`` entry (the verifier's cwd
-    included) whatever the agent did, so listings stay in ``raw_read`` only.
+    included) whatever the agent did, so listings stay in ``raw_read`` only;
+  plus the paths an agent step changed (wrote, deleted, chmod-ed) that the verifier only
+  looked up: ``statted`` (stat/access of an existing path: a mode, an owner, existence) and
+  ``probed`` (a lookup that found the path missing: a deletion the tests check). Other
+  lookups are the runtime's own (imports, config searches) and stay out.
 """
 
 from __future__ import annotations
@@ -40,20 +44,23 @@ def is_runner_file(path: str) -> bool:
 
 def verifier_resources(trace_text: str, *, agent_written: Iterable[str] = (),
                        env: EnvironmentLayer | None = None) -> dict[str, Any]:
+    """``agent_written``: every path an agent step wrote, deleted or changed metadata of."""
     env = env or EnvironmentLayer()
     session = parse_session(trace_text, env=env)
     task, envs = AccessSets(), AccessSets()
     for cmd in session.commands.values():
         for mine, theirs in ((task, cmd.summary), (envs, cmd.summary.environment)):
-            for name in ("read", "listed", "executed", "written", "deleted", "temporary"):
+            for name in ("read", "listed", "executed", "written", "deleted", "temporary",
+                         "statted", "probed"):
                 getattr(mine, name).update(getattr(theirs, name))
     reads = task.read | task.executed | envs.read | envs.executed
     raw = reads | task.listed | envs.listed
     wrote = (task.written | task.deleted | task.temporary | envs.written | envs.deleted
              | envs.temporary)
     agent = set(agent_written)
+    looked_up = (task.statted | task.probed) & agent
     cleaned = sorted(
-        p for p in reads
+        p for p in reads | looked_up
         if not under(p, TESTS_DIR) and p not in wrote and not env.contains(p)
         and not (is_runner_file(p) and p not in agent)
     )
@@ -62,5 +69,7 @@ def verifier_resources(trace_text: str, *, agent_written: Iterable[str] = (),
         "written_by_verifier": sorted(wrote),
         "cleaned": cleaned,
         "listed": sorted(task.listed),
+        "statted": sorted(task.statted),
+        "probed": sorted(task.probed),
         "skipped_trace_lines": session.skipped_lines,
     }

@@ -22,6 +22,10 @@ STRACE_TRACE_SET = (
     "execve,execveat,clone,clone3,fork,vfork,chdir,fchdir,"
     "utimensat,fchmodat,chmod,fchownat,chown,lchown,utime,utimes,futimesat"
 )
+# The verifier's session also traces lookups: what the tests stat or probe (a mode they
+# check, a file they assert is gone) is part of what they inspected. Not in the agent's
+# session: an agent's shell stats paths constantly, for nothing credit needs.
+STRACE_STAT_SET = "stat,lstat,newfstatat,statx,access,faccessat,faccessat2"
 STRACE_ARGS: tuple[str, ...] = (
     "-f", "-q", "-e", "signal=none", "--seccomp-bpf", "-y", "-X", "raw", "-ttt",
     "-s", "4096", "-e", f"trace={STRACE_TRACE_SET}",
@@ -29,6 +33,7 @@ STRACE_ARGS: tuple[str, ...] = (
 
 __all__ = [
     "STRACE_ARGS",
+    "STRACE_STAT_SET",
     "STRACE_TRACE_SET",
     "AccessSets",
     "AccessSummary",

@@ -49,6 +49,7 @@ class Kind(Enum):
     META = "meta"  # chmod/chown/utimes: metadata only
     EXEC = "exec"
     PROBE = "probe"  # failed lookup (ENOENT/ENOTDIR): a negative dependency
+    STAT = "stat"  # stat/access of an existing path: its existence, mode, owner, times
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +269,21 @@ def _chdir(sc: Syscall, cwd: str | None) -> list[Event]:
     return [] if sc.ok else _probe(sc, arg_path(sc, cwd, None, 0))
 
 
+def _stat(dirfd_i: int | None, path_i: int) -> Callable[[Syscall, str | None], list[Event]]:
+    """The stat/access family (traced in the verifier's session only): success inspected the
+    path's metadata, ENOENT/ENOTDIR found it missing. ``fstat``-style calls on an fd
+    (AT_EMPTY_PATH with "") name an open file, whose open already is an event."""
+
+    def handler(sc: Syscall, cwd: str | None) -> list[Event]:
+        raw = parse_str(_arg(sc, path_i) or "")
+        if raw is not None and raw.value == "":
+            return []
+        path = arg_path(sc, cwd, dirfd_i, path_i)
+        return _ev(Kind.STAT, path, sc) if sc.ok else _probe(sc, path)
+
+    return handler
+
+
 HANDLERS: dict[str, Callable[[Syscall, str | None], list[Event]]] = {
     "open": _open,
     "openat": _open,
@@ -303,6 +319,14 @@ HANDLERS: dict[str, Callable[[Syscall, str | None], list[Event]]] = {
     "utimes": _simple(Kind.META, None, 0),
     "fchmod": _on_fd(Kind.META),  # not in the recommended set; cheap to understand anyway
     "fchown": _on_fd(Kind.META),
+    "stat": _stat(None, 0),
+    "lstat": _stat(None, 0),
+    "newfstatat": _stat(0, 1),
+    "fstatat64": _stat(0, 1),
+    "statx": _stat(0, 1),
+    "access": _stat(None, 0),
+    "faccessat": _stat(0, 1),
+    "faccessat2": _stat(0, 1),
 }
 
 

@@ -2,7 +2,8 @@
 
 Rules, applied per path in event order:
 * First access: the command depends on the pre-command version only if its first access
-  needed the old content (READ, EXEC, MODIFY, APPEND, META, LIST, MOVE/LINK source).
+  needed the old content (READ, EXEC, MODIFY, APPEND, META, LIST, MOVE/LINK source); a
+  first STAT depends on the old path's existence and metadata only (``statted``).
   TRUNC, CREATE, MKDIR, SYMLINK, MOVE/LINK destination, DELETE and PROBE do not. Later
   reads of content the command itself produced (`cat a > a`) are internal.
 * Final state: a path that exists at the end and was written, created, moved-to or linked
@@ -72,6 +73,9 @@ class AccessSets:
     listed: set[str] = field(default_factory=set)  # directories listed in their old state
     probed: set[str] = field(default_factory=set)  # first looked up while missing
     meta: set[str] = field(default_factory=set)  # metadata changed, path exists at the end
+    # existence/metadata of the pre-command path inspected (stat, access) before anything
+    # else touched it; only where the stat family is traced (the verifier's session)
+    statted: set[str] = field(default_factory=set)
     # written path -> pre-command path whose content it continues (append, in-place modify,
     # rename, hard link). Absent: content made from scratch by this command.
     derived_from: dict[str, str] = field(default_factory=dict)
@@ -159,6 +163,8 @@ class _Walker:
             self.remove(self.state(p, "gone"))
         elif k is Kind.PROBE:
             self.state(p, "probe")
+        elif k is Kind.STAT:
+            self.use_old(p, self.state(p, "old"), self.sets.statted)
 
     def write_new(self, path: str, origin: str | None) -> None:
         st = self.state(path, "new")

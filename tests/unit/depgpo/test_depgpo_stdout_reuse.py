@@ -23,7 +23,7 @@ SETTINGS = settings(max_examples=200, deadline=None, database=None)
     "42", "-17", "3.14", "0.5", "-0.25", "1e-5", "90417",  # numbers
     "/app/data/input.csv", "src/main.py", "./out/x.txt", "~/notes.md",  # paths
     "input.csv", "os.path.join", "2.31.0", "127.0.0.1",  # names, versions, addresses
-    "user_id", "parseConfig", "my-service", "__init__", "XYZZY",  # identifiers
+    "user_id", "parseConfig", "my-service", "_private_id", "XYZZY",  # identifiers
     "a3f9c1e", "deadbeef01",  # hashes
 ])
 def test_extracts_typed_values(value):
@@ -104,6 +104,18 @@ def link(instruction: str, *pairs: tuple[str, str], **cfg) -> list[dict[int, tup
 def test_value_from_stdout_links_consumer():
     out = link("", ("cat /app/input.txt", "code: 90417\n"), ("echo 90417 > /tmp/a", ""))
     assert out == [{}, {0: ("90417",)}]
+
+
+def test_language_keywords_are_not_values():
+    # an awk script's keywords reappear in the fix the agent writes; only its own names count
+    script = 'BEGIN { FS="," } { total_q3 += $3 } END { print FILENAME, total_q3 }\n'
+    fix = "awk 'BEGIN { FS=\",\" } { s += $3 } END { print FILENAME, s }' sales.csv > out"
+    assert link("", ("cat process_sales.awk", script), (fix, ""))[1] == {}
+    uses_name = "awk '{ total_q3 += $3 } END { print total_q3 }' sales.csv > out"
+    assert link("", ("cat process_sales.awk", script), (uses_name, ""))[1] == {
+        0: ("total_q3",)}
+    for word in ("BEGIN", "FILENAME", "print", "SELECT", "__init__", "isinstance", "elif"):
+        assert classify(word) is None, word
 
 
 def test_whole_token_only():

@@ -114,6 +114,23 @@ def test_metadata_calls() -> None:
     assert events_of('1 1.0 ftruncate(3</tmp/x>(deleted), 0) = 0') == []
 
 
+def test_stat_family_inspects_or_probes() -> None:
+    # traced in the verifier's session only: a mode the tests check, a file they assert gone
+    assert events_of('1 1.0 stat("d/f", {st_mode=S_IFREG|0644, st_size=3, ...}) = 0') == [
+        (Kind.STAT, "/w/d/f", None)]
+    assert events_of('1 1.0 newfstatat(-100</srv>, "up", {st_mode=S_IFDIR|01777, ...}, 0)'
+                     ' = 0') == [(Kind.STAT, "/srv/up", None)]
+    assert events_of('1 1.0 statx(-100</w>, "/a/b", 0x100, 0xfff, {stx_mask=0x17ff, ...})'
+                     ' = 0') == [(Kind.STAT, "/a/b", None)]
+    assert events_of('1 1.0 faccessat2(-100</w>, "x", 0, 0) = 0') == [(Kind.STAT, "/w/x", None)]
+    assert events_of('1 1.0 lstat("/gone", 0x7ffd) = -1 ENOENT (No such file or directory)'
+                     ) == [(Kind.PROBE, "/gone", None)]
+    assert events_of('1 1.0 access("/a", 4) = -1 EACCES (Permission denied)') == []
+    # fstat through AT_EMPTY_PATH names an open file, whose open is the event
+    assert events_of('1 1.0 newfstatat(3</w/f>, "", {st_mode=S_IFREG|0644, ...}, 0x1000)'
+                     ' = 0') == []
+
+
 def test_marker_paths_never_become_events() -> None:
     assert events_of('1 1.0 openat(-100</w>, "/__termcredit__/ab/s1", 0) = -1 ENOENT (x)') == []
 

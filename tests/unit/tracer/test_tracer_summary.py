@@ -113,3 +113,10 @@ def test_as_dict_is_json_ready() -> None:
     d = json.loads(json.dumps(s.as_dict()))
     assert d["written"] == ["/w/b"] and d["derived_from"] == {"/w/b": "/w/a"}
     assert d["environment"]["read"] == ["/usr/bin/x"] and d["events"] == 2
+
+
+def test_stat_of_the_old_path_is_statted_not_read() -> None:
+    s = summarize([ev(Kind.STAT, "/w/up"), ev(Kind.STAT, "/w/new"), ev(R, "/w/new"),
+                   ev(T, "/w/out"), ev(Kind.STAT, "/w/out"), ev(Kind.PROBE, "/w/gone")])
+    assert s.statted == {"/w/up", "/w/new"}  # /w/out: the command's own file
+    assert s.read == {"/w/new"} and s.probed == {"/w/gone"}
