@@ -54,6 +54,9 @@ class CommandRecord:
     files: list["FileState"] = field(default_factory=list)  # content check after the command
     end_token: str = ""  # the secret of this command's end marker (markers without it are forged)
     integrity: list[str] = field(default_factory=list)  # tampering seen in this step's trace
+    # what the command changed in the shell's own state: name -> "kind:digest" (kind var,
+    # export, array, function, alias, option) or "unset:"; None: not reported
+    shell: dict[str, str] | None = None
 
 
 ShellResult = CommandRecord

@@ -171,3 +171,33 @@ def test_agent_sees_only_its_own_processes_and_capabilities(sandbox):
     assert caps == {"CapEff": "00000000000004fb", "CapBnd": "00000000000004fb",
                     "CapInh": "0000000000000000", "CapAmb": "0000000000000000"}
     assert sb.run("unshare -U true").exit_code != 0  # no user namespaces (seccomp)
+
+
+def test_shell_state_changes_are_reported(sandbox):
+    sb = sandbox()
+    r = sb.run("lost=$(echo 3f2a); export TOKEN=s3; f() { echo hi; }; shopt -s nullglob;"
+               " alias ll='ls -l'; cd /tmp")
+    kinds = {n: v.partition(":")[0] for n, v in r.shell.items()}
+    assert kinds == {"lost": "var", "TOKEN": "export", "fn:f": "function", "-o:nullglob": "option",
+                     "alias:ll": "alias"}  # the cwd (PWD) has its own edge, not a variable
+    assert r.shell["-o:nullglob"] == "option:-s"
+    same = sb.run("export lost; echo $lost")
+    assert same.stdout == "3f2a\n" and set(same.shell) == {"lost"}
+    assert same.shell["lost"].startswith("export:") and same.shell["lost"] != r.shell["lost"]
+    assert sb.run("echo $lost > /tmp/x; ls /proc/self/fd").shell == {}  # nothing changed
+    assert sb.run("unset lost; unset -f f").shell == {"lost": "unset:", "fn:f": "unset:"}
+
+
+def test_programs_never_see_the_state_pipe_and_writes_to_it_are_flagged(sandbox):
+    sb = sandbox()
+    probe = sb.run("readlink /proc/$$/fd/3 || echo closed; "
+                   "sh -c 'readlink /proc/$$/fd/3 || echo closed'")
+    # the command runs with fd 3 closed, and bash's saved copy is close-on-exec
+    assert probe.stdout == "closed\nclosed\n"
+    saved = sb.run("ls -l /proc/$$/fd | grep -o '[0-9]* -> pipe' | cut -d' ' -f1").stdout.split()
+    assert saved  # the report pipe, and bash's saved copy while a command runs
+    forged = sb.run("for fd in " + " ".join(saved) + "; do "
+                    "echo 'declare -- fake=\"1\"' >&$fd 2>/dev/null; done; true")
+    after = sb.run("echo next")
+    assert "fake" not in (forged.shell or {}) and "fake" not in (after.shell or {})
+    assert any("shell-state" in r for r in forged.integrity + after.integrity)

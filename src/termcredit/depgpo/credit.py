@@ -18,9 +18,11 @@
   was current ("feeds a relevant writer"). Relevant resource writers also spread relevance
   over their own qualifying reads (information flowed into the verified result through them).
   With ``resource_units`` a mixed command counts each resource write as one more record.
-* **Working directory, absence, metadata** (issue #13): a command whose `cd` set the cwd a
+* **Working directory, shell state, absence, metadata**: a command whose `cd` set the cwd a
   *relevant* command resolved relative paths in is a relevant resource writer of that cwd
-  (label ``cwd``); a lasting deletion of a path in E, or of an entry of a directory the
+  (label ``cwd``); one that set a shell variable, export, function or alias a relevant
+  command's text expands or calls is one of that name (label ``shellvar``), and what it read
+  to compute the value spreads relevance as a writer's reads do; a lasting deletion of a path in E, or of an entry of a directory the
   verifier listed (a rename's source included), is relevant (label ``absence``); a lasting
   chmod/chown/touch of a path in E or of a listed directory is relevant (label ``metadata``).
 * **Supporting reads** (traced commands that changed nothing):
@@ -65,8 +67,8 @@ class CreditResult:
     n_records: tuple[int, ...]
     n_direct: tuple[int, ...]
     n_indirect: tuple[int, ...]
-    # per command: (kind, path, to) with kind cwd|absence|metadata; to: the later command that
-    # used the cwd, None for the verifier
+    # per command: (kind, path, to) with kind cwd|shellvar|absence|metadata (path: the shell
+    # name for shellvar); to: the later command that used it, None for the verifier
     deps: tuple[tuple[tuple[str, str, int | None], ...], ...] = ()
 
 
@@ -129,11 +131,16 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
                     or (rw.kind == "meta" and rw.path in listed)) and persists(c, rw.path, rw.kind):
                 rel_res.add((c, rw.path))
     cwd_used_by: dict[int, dict[int, str]] = {}  # setter -> relevant user -> dir
+    shell_from = dg.shell_from or [{} for _ in range(n)]
+    shell_set = dg.shell_set or [set() for _ in range(n)]
+    names_used_by: dict[int, set[tuple[str, int]]] = {}  # setter -> (name, relevant user)
     relevant = set(direct) | {c for c, _ in rel_res}
     indirect: dict[int, set[Record]] = {}
     queue = deque(sorted(relevant))
     expanded: set[int] = set()  # id() of versions whose records were credited in full
-    outs = [e.written_paths for e in effects]
+    # a command's outputs: paths it wrote, and shell names it set (a value computed from reads)
+    outs = [e.written_paths | {"var:" + name for name in shell_set[c]}
+            for c, e in enumerate(effects)]
 
     def mark(w: int) -> None:
         if w not in relevant:
@@ -173,6 +180,11 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             rel_res.add((w, "cwd:" + d))
             cwd_used_by.setdefault(w, {})[c] = d
             mark(w)
+        for w, names in shell_from[c].items():  # the commands that set names it expanded
+            for name in names:
+                rel_res.add((w, "var:" + name))
+                names_used_by.setdefault(w, set()).add((name, c))
+            mark(w)
 
     by_cmd_res: dict[int, int] = {}
     for c, _ in rel_res:
@@ -184,6 +196,9 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
         if p.startswith("cwd:"):
             kinds_of[c].add("cwd")
             continue
+        if p.startswith("var:"):
+            kinds_of[c].add("shellvar")
+            continue
         k = res_kinds[c].get(p)
         label = {"delete": "absence", "meta": "metadata"}.get(k or "", "resource-write")
         kinds_of[c].add(label)
@@ -191,6 +206,8 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             deps[c].append((label, p, None))
     for w, users in cwd_used_by.items():
         deps[w].extend(("cwd", d, u) for u, d in sorted(users.items()))
+    for w, uses in names_used_by.items():
+        deps[w].extend(("shellvar", name, u) for name, u in sorted(uses))
     credit: list[float | None] = [None] * n
     classes: list[tuple[str, ...]] = [("untraced",)] * n
     n_rec, n_dir, n_ind = [0] * n, [0] * n, [0] * n
@@ -203,7 +220,8 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             continue
         d, i = direct.get(c, set()), indirect.get(c, set())
         n_rec[c], n_dir[c], n_ind[c] = len(e.records), len(d), len(i)
-        n_res = len({rw.path for rw in e.resources}) + (dg.cwd_set[c] is not None)
+        n_res = (len({rw.path for rw in e.resources}) + (dg.cwd_set[c] is not None)
+                 + len(shell_set[c]))
         good_res = min(by_cmd_res.get(c, 0), n_res)
         if e.records:
             good, total = len(d | i), len(e.records)
@@ -216,7 +234,7 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             credit[c] = 1.0 if good_res else 0.0
         labels = [name for name, on in (("direct-write", d), ("indirect-write", i)) if on]
         if good_res:
-            labels += [k for k in ("resource-write", "absence", "metadata", "cwd")
+            labels += [k for k in ("resource-write", "absence", "metadata", "cwd", "shellvar")
                        if k in kinds_of[c]]
         classes[c] = tuple(labels) or ("no-flow",)
     writer_credit = list(credit)
@@ -231,8 +249,10 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
         return total
 
     for c in readers:
-        if "cwd" in kinds_of[c]:  # changed no file, but set the cwd a relevant command used
-            credit[c], classes[c] = 1.0, ("cwd",)
+        # changed no file, but set the cwd or a shell name a relevant command used
+        shell_kinds = tuple(k for k in ("cwd", "shellvar") if k in kinds_of[c])
+        if shell_kinds:
+            credit[c], classes[c] = 1.0, shell_kinds
             continue
         cr = support(c)
         credit[c] = cr

@@ -42,6 +42,10 @@ class CommandFacts:
     cwd_before: str | None = None
     cwd_after: str | None = None
     cwd_used: set[str] = field(default_factory=set)
+    # the shell's own state: what the command changed (name -> "kind:digest" or "unset:",
+    # from the shim) and the variables/command names its text uses (shellvars.py)
+    shell_set: dict[str, str] = field(default_factory=dict)
+    shell_reset: bool = False  # the shell ended during the command: its state is gone
 
 
 @dataclass

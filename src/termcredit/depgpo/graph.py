@@ -14,7 +14,9 @@ command, so a live episode can grow it step by step):
   append/in-place/rename/link), ``tombstone`` (last version -> deleted version), ``stdout``
   (cmd -> its stdout node), ``stdout-reuse`` (stdout node -> consumer cmd, ``values``),
   ``cwd`` (the command whose `cd` set the shell's cwd -> a later command that resolved
-  relative paths in it, ``path``); after credit, ``absence`` and ``metadata`` (cmd -> the
+  relative paths in it, ``path``), ``shellvar`` (the command that set a shell variable,
+  export, function or alias -> a later command whose text expands or calls it, ``name``);
+  after credit, ``absence`` and ``metadata`` (cmd -> the
   ``verifier`` node, ``path``): a lasting deletion/chmod the verifier saw.
 
 Next to it the builder keeps what credit needs in plain Python (NetworkX is for storage and
@@ -34,6 +36,7 @@ import networkx as nx
 
 from .facts import CommandFacts, EpisodeFacts
 from .ownership import CommandEffects, FileVersion, OwnershipTracker
+from .shellvars import shell_uses
 from .stdout_reuse import ReuseConfig, StdoutReuse
 
 
@@ -48,6 +51,9 @@ class DepGraph:
     cwd_from: list[dict[int, str]]  # per command: the command that set the cwd it used -> dir
     cwd_set: list[str | None]  # per command: the cwd its `cd` set (None: changed none)
     listed: frozenset[str] = frozenset()  # directories the verifier listed
+    # per command: the commands that set a shell name it used -> those names
+    shell_from: list[dict[int, set[str]]] | None = None
+    shell_set: list[set[str]] | None = None  # per command: the shell names it set
 
     @property
     def effects(self) -> list[CommandEffects]:
@@ -72,6 +78,11 @@ class GraphBuilder:
         self.cwd_from: list[dict[int, str]] = []
         self.cwd_set: list[str | None] = []
         self._cwd: tuple[str, int] | None = None  # (shell cwd, the command that set it)
+        self.shell_from: list[dict[int, set[str]]] = []
+        self.shell_set: list[set[str]] = []
+        # shell name -> (value digest, commands that set it since the value last changed:
+        # `x=1` then `export x` are both behind a later `$x`)
+        self._names: dict[str, tuple[str, list[int]]] = {}
 
     def _version(self, v: FileVersion) -> str:
         node = v.node
@@ -95,10 +106,13 @@ class GraphBuilder:
                    noop=sorted(eff.noop), credit=None, classes=[])
         self.cwd_from.append({})
         self.cwd_set.append(None)
+        self.shell_from.append({})
+        self.shell_set.append(set())
         if not cmd.traced:
             self.sources.append({})
             return eff
         self._cwd_edges(c, cmd)
+        self._shell_edges(c, cmd)
         for r in eff.reads:
             g.add_edge(self._version(r.version), me, key="read", kind="read")
             for w in r.version.owners | r.res_owners:
@@ -138,6 +152,31 @@ class GraphBuilder:
             self._cwd = (cmd.cwd_after, c)
             self.cwd_set[c] = cmd.cwd_after
 
+    def _shell_edges(self, c: int, cmd: CommandFacts) -> None:
+        """Shell state: a command whose text expands a variable (or calls a function or alias)
+        that earlier commands set depends on them. Options are recorded, never linked: which
+        command an option like nullglob changed cannot be read from text."""
+        uses = shell_uses(cmd.command)
+        wanted = [*uses.variables, *(f"{p}:{n}" for n in uses.commands for p in ("fn", "alias"))]
+        for name in sorted(set(wanted)):
+            for w in self._names.get(name, ("", []))[1]:
+                if w != c:
+                    self.shell_from[c].setdefault(w, set()).add(name)
+                    self.succ[w].add(c)
+                    self.graph.add_edge(cmd_node(w), cmd_node(c), key=f"shellvar:{name}",
+                                        kind="shellvar", name=name)
+        if cmd.shell_reset:
+            self._names.clear()
+        for name, value in sorted(cmd.shell_set.items()):
+            kind, _, digest = value.partition(":")
+            if kind == "unset":
+                self._names.pop(name, None)
+            elif kind != "option":
+                self.shell_set[c].add(name)
+                old = self._names.get(name)
+                setters = old[1] + [c] if old is not None and old[0] == digest else [c]
+                self._names[name] = (digest, setters)
+
     def mark_resources(self, resources: Iterable[str]) -> None:
         """``resource=True`` on the final version of each verifier-inspected path (a v0 node
         for one the episode never touched)."""
@@ -165,7 +204,8 @@ class GraphBuilder:
         res = frozenset(resources)
         self.mark_resources(res)
         return DepGraph(self.graph, self.tracker, self.commands, self.succ, self.sources, res,
-                        self.cwd_from, self.cwd_set, frozenset(listed))
+                        self.cwd_from, self.cwd_set, frozenset(listed), self.shell_from,
+                        self.shell_set)
 
 
 def build_graph(facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",

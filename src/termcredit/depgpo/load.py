@@ -89,7 +89,8 @@ def facts_from_trajectory(traj: Trajectory) -> EpisodeFacts:
             index=step.index, command=rec.command, exit_code=rec.exit_code, stdout=rec.stdout,
             read=set(acc.read), listed=set(acc.listed), written=set(acc.written),
             deleted=set(acc.deleted), meta=set(acc.meta), derived_from=dict(acc.derived_from),
-            after=after, n_tokens=n_tok,
+            after=after, n_tokens=n_tok, shell_set=dict(rec.shell or {}),
+            shell_reset=rec.shell_restarted,
         ))
         if rec.seq in cwds:
             before, end, used = cwds[rec.seq]

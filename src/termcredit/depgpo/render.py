@@ -20,6 +20,7 @@ EDGE_STYLE = {
     "stdout": 'color="#aaaaaa", arrowhead=none',
     "stdout-reuse": 'color="#e67e22", style=bold, penwidth=2',
     "cwd": 'color="#16a085", style=bold',
+    "shellvar": 'color="#2c3e50", style=bold',
     "absence": 'color="#c0392b", style=dashed, penwidth=1.6',
     "metadata": 'color="#d35400", style=dashed, penwidth=1.6',
 }
@@ -132,6 +133,7 @@ _EDGE_WORDS = {  # how each edge kind looks, in words, for the legend
     "stdout": ("#aaaaaa", "thin grey: the command's stdout"),
     "stdout-reuse": ("#e67e22", "bold orange: a later command used a value it printed"),
     "cwd": ("#16a085", "bold green: a later command used the cwd its cd set"),
+    "shellvar": ("#2c3e50", "bold navy: a later command expanded a variable/function it set"),
     "absence": ("#c0392b", "dashed red: the verifier found what it deleted gone"),
     "metadata": ("#d35400", "dashed orange: the verifier saw the mode/owner/time it set"),
 }

@@ -14,9 +14,9 @@ def analyse_trial(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> 
 
 
 def step_deps(res: Analysis) -> dict[int, list[dict[str, Any]]]:
-    """Per step: the cwd/absence/metadata dependencies that earned its commands credit:
-    ``{"kind", "path", "to_step"}`` (``to_step``: the step that used the cwd; None: the
-    verifier)."""
+    """Per step: the cwd/shellvar/absence/metadata dependencies that earned its commands
+    credit: ``{"kind", "path", "to_step"}`` (``path``: the shell name for shellvar;
+    ``to_step``: the step that used the cwd or name; None: the verifier)."""
     cmds = res.graph.commands
     out: dict[int, list[dict[str, Any]]] = {}
     for c, ds in enumerate(res.credit.deps):

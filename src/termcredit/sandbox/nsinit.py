@@ -15,6 +15,7 @@ namespaces and mounts. The init itself keeps the container's capabilities: the k
 refuses the agent ptrace-style access to it, and drops signals it has no handler for.
 """
 import ctypes
+import fcntl
 import json
 import os
 import platform
@@ -152,9 +153,14 @@ def spawn(msg, fds):
     if pid == 0:
         try:
             os.setsid()
+            # stdin, stdout, stderr, then the shell-state pipe as fd 3 (moved out of the way
+            # first, so the dup2s below cannot overwrite it)
+            state = fcntl.fcntl(fds[3], fcntl.F_DUPFD, 10) if len(fds) > 3 else None
             for i, fd in enumerate(fds[:3]):
                 os.dup2(fd, i)
-            os.closerange(3, 1 << 16)
+            if state is not None:
+                os.dup2(state, 3)
+            os.closerange(3 if state is None else 4, 1 << 16)
             signal.set_wakeup_fd(-1)
             for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
                 signal.signal(sig, signal.SIG_DFL)
@@ -203,7 +209,7 @@ def serve(ctl):
             msg, fds = recv(ctl)
             if msg is None:
                 os._exit(0)  # the shim is gone: the namespace (every process in it) ends here
-            if msg.get("op") == "spawn" and len(fds) == 3:
+            if msg.get("op") == "spawn" and len(fds) in (3, 4):
                 pid = spawn(msg, fds)
                 shells.add(pid)
                 send(ctl, {"op": "spawned", "pid": pid})

@@ -24,9 +24,9 @@ from ..tracer import STRACE_ARGS, STRACE_STAT_SET, STRACE_TRACE_SET
 
 _HERE = Path(__file__).parent
 NSINIT_SOURCE = (_HERE / "nsinit.py").read_text()
-# shim_session's definitions first: shim.py's package import fails in the sandbox and uses them
-SHIM_SOURCE = ((_HERE / "shim_session.py").read_text() + "\n"
-               + (_HERE / "shim.py").read_text()).encode()
+# definitions first (shim_state, shim_session): the package imports fail in the sandbox
+SHIM_SOURCE = "\n".join((_HERE / name).read_text()
+                         for name in ("shim_state.py", "shim_session.py", "shim.py")).encode()
 # Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
 BOOTSTRAP = (
     "import os,sys\nn=int(sys.argv[1]);s=b''\nwhile len(s)<n:s+=os.read(0,n-len(s))\n"
@@ -51,6 +51,22 @@ MAX_HEADER = 1 << 20  # bytes of JSON in one frame header
 MAX_TRACE = 80 << 20  # bytes of trace in one frame (a step's is cut to 20 MiB in the shim)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _KINDS = {"file", "dir", "symlink", "missing", "other", "unreadable"}
+
+
+_SHELL_KINDS = ("var", "export", "array", "function", "alias", "option", "unset")
+MAX_SHELL_CHANGES = 4096
+
+
+def _shell_changes(raw: Any) -> dict[str, str] | None:
+    """The shim's report of what a command changed in the shell's own state (untrusted: the
+    agent's bash wrote it). Malformed -> None, as if unreported."""
+    if not isinstance(raw, dict) or len(raw) > MAX_SHELL_CHANGES:
+        return None
+    for name, value in raw.items():
+        if not (isinstance(name, str) and isinstance(value, str) and 0 < len(name) <= 256
+                and len(value) <= 64 and value.partition(":")[0] in _SHELL_KINDS):
+            return None
+    return dict(sorted(raw.items()))
 
 
 class ShellError(RuntimeError):
@@ -258,6 +274,7 @@ class TracedShell:
             shell_restarted=h["shell_restarted"], trace=trace_text, end_token=token,
             trace_dropped=h.get("trace_dropped") if type(h.get("trace_dropped")) is int else 0,
             integrity=_reasons(h.get("integrity", [])),
+            shell=_shell_changes(h.get("shell")),
         )
 
     def snapshot(self, paths: list[str], *, content_cap: int = 1 << 18) -> list[FileState]:

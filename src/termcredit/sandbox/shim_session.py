@@ -14,6 +14,11 @@ import sys
 import threading
 import time
 
+try:  # imported as part of the package (tests); in the sandbox shim_state's source comes first
+    from .shim_state import STATE_CAP, STATE_FD, dump_script, parse_report, state_changes
+except ImportError:
+    pass
+
 GRACE_S = 1.0  # after killing a timed-out command's processes, wait this long before killing bash
 TAIL_KEEP = 4096
 WATCH_CAP = 64 << 20  # trace kept while watching agent processes during verification
@@ -118,7 +123,8 @@ class Session:
         self.role, self.mark = role, "/__termcredit__/" + nonce
         self.trace, self.integrity = bytearray(), []
         self.alive, self.bash_pid, self.bash_inner, self.init_pid = False, None, None, None
-        self.stdin_w = self.out_fd = self.err_fd = None
+        self.stdin_w = self.out_fd = self.err_fd = self.state_fd = None
+        self.state_buf, self.shell_state = bytearray(), None
         self.cwd, self.watcher, self.ns_gone, self.bash_code = "/", None, False, None
         self.trace_dropped = 0
         self.ctl, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -237,13 +243,16 @@ class Session:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        ctl_send(self.ctl, {"op": "spawn", "cwd": cwd, "env": env}, [in_r, out_w, err_w])
-        for fd in (in_r, out_w, err_w):
+        st_r, st_w = os.pipe()
+        os.set_blocking(st_r, False)
+        ctl_send(self.ctl, {"op": "spawn", "cwd": cwd, "env": env}, [in_r, out_w, err_w, st_w])
+        for fd in (in_r, out_w, err_w, st_w):
             os.close(fd)
-        for fd in (self.stdin_w, self.out_fd, self.err_fd):
+        for fd in (self.stdin_w, self.out_fd, self.err_fd, self.state_fd):
             if fd is not None:
                 os.close(fd)
-        self.stdin_w, self.out_fd, self.err_fd = in_w, out_r, err_r
+        self.stdin_w, self.out_fd, self.err_fd, self.state_fd = in_w, out_r, err_r, st_r
+        self.state_buf, self.shell_state = bytearray(), None
         self.env, self.bash_inner, deadline = env, None, time.monotonic() + 20
         while self.bash_inner is None and time.monotonic() < deadline and not self.ns_gone:
             select.select([self.ctl, self.trace_fd], [], [], 0.05)
@@ -254,7 +263,36 @@ class Session:
         self.bash_pid = self._outer_pid(self.bash_inner) if self.bash_inner else None
         self.alive = self.bash_pid is not None
         if self.alive:
-            os.write(self.stdin_w, (INIT_SCRIPT % self.mark).encode())
+            token = os.urandom(8).hex()
+            os.write(self.stdin_w, (INIT_SCRIPT % self.mark + dump_script(token) + "\n").encode())
+            deadline = time.monotonic() + 10
+            while self.shell_state is None and time.monotonic() < deadline and self.alive:
+                select.select([self.state_fd, self.ctl], [], [], 0.05)
+                self._ctl_messages()
+                self._read_state()
+                self.shell_state = self._take_report(token)
+
+    def _read_state(self):
+        """Drain the state pipe into the buffer (bounded: a flood is dropped and flagged)."""
+        while True:
+            try:
+                chunk = os.read(self.state_fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            self.state_buf += chunk
+            if len(self.state_buf) > STATE_CAP:
+                self.state_buf.clear()
+                self._flag("shell state report over its cap")
+
+    def _take_report(self, token):
+        state, used, junk = parse_report(bytes(self.state_buf), token)
+        if used:
+            del self.state_buf[:used]
+        if junk:
+            self._flag("unexpected writes to the shell-state channel")
+        return state
 
     def _outer_pid(self, inner):
         for pid in children_map().get(self.init_pid, []):
@@ -283,13 +321,16 @@ class Session:
         # One line: bash has read all of it before the command runs, so nothing of it is left
         # in the pipe for the command to read.
         trace_end = ('chdir("%s/e%d.' % (self.mark, seq)).encode()
-        script = "__tc_c=%s; cd %s/s%d 2>/dev/null; __tc_run </dev/null; cd %s/e%d.$?.%s 2>/dev/null\n" % (
-            ansi_c_quote(cmd), self.mark, seq, self.mark, seq, token)
+        # The state report (builtins only) comes after the command, before the end marker.
+        script = ("__tc_c=%s; cd %s/s%d 2>/dev/null; __tc_run </dev/null %d>&-; __tc_e=$?; %s; "
+                  "cd %s/e%d.$__tc_e.%s 2>/dev/null\n") % (
+            ansi_c_quote(cmd), self.mark, seq, STATE_FD, dump_script(token), self.mark, seq,
+            token)
         before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
         out, err = Capped(cap), Capped(cap)
         self.trace_dropped = 0
         sinks = {self.out_fd: out, self.err_fd: err}
-        open_fds = [self.out_fd, self.err_fd, self.trace_fd, self.ctl]
+        open_fds = [self.out_fd, self.err_fd, self.trace_fd, self.ctl, self.state_fd]
         t0 = time.monotonic()
         deadline, search_from = t0 + timeout, 0
         timed_out, killed_at, ended_at, exit_code = False, None, None, None
@@ -330,6 +371,9 @@ class Session:
                         self._flag("the tracer stopped during the command")
                     if len(self.trace) > TRACE_HEAD + 2 * TRACE_TAIL:
                         search_from = self._cut_trace()
+                elif fd == self.state_fd:
+                    if not self._read_state():
+                        open_fds.remove(fd)
                 elif not self._read_into(fd, sinks[fd]):
                     open_fds.remove(fd)
             while ended_at is None:
@@ -351,8 +395,14 @@ class Session:
             self._drain_pipes(sinks)
         duration = (ended_at or time.monotonic()) - t0
         self._drain_trace()
+        self._read_state()
+        state = self._take_report(token) if ended_at is not None else None
+        changes = None  # unknown: no report (the shell ended, or the report was malformed)
+        if state is not None and self.shell_state is not None:
+            changes = state_changes(self.shell_state, state)
+        self.shell_state = state
         header = {"op": "result", "seq": seq, "exit_code": exit_code, "duration_s": duration,
-                  "timed_out": timed_out, "shell_restarted": False}
+                  "timed_out": timed_out, "shell_restarted": False, "shell": changes}
         if not self.alive:
             self._wait_exit(2.0)
             self._drain_trace()

@@ -96,3 +96,69 @@ def test_chmod_of_an_inspected_or_listed_dir_gets_credit_and_of_an_unseen_path_n
     assert credit[2] == 0.0
     kinds = {k for _, _, k in res.graph.graph.edges(data="kind")}
     assert "metadata" in kinds
+
+
+def _sets(c, **names):
+    c.shell_set = dict(names)
+    return c
+
+
+def test_variable_set_then_expanded_by_a_relevant_command_gets_credit():
+    # lost=$(git reflog | …) reads the reflog; `git merge "$lost"` writes what the tests read
+    setter = _sets(cmd(0, "lost=$(git reflog | head -n 1)", read=["/app/.git/logs/HEAD"],
+                       stdout=""), lost="var:aa")
+    noise = _sets(cmd(1, "n=$(wc -l < /app/notes)", read=["/app/notes"]), n="var:bb")
+    merge = cmd(2, 'git merge "$lost"', write={"/app/f.txt": "recovered\n"})
+    facts = episode(cmd(-1, "echo 1 > /app/.git/logs/HEAD",
+                        write={"/app/.git/logs/HEAD": "1\n"}),
+                    setter, noise, merge, resources=["/app/f.txt"])
+    credit, classes, res = _credit(facts)
+    # the variable's setter is credited, and so is the writer of what it computed it from
+    assert credit == (1.0, 1.0, 0.0, 1.0)
+    assert classes[1] == ("shellvar",) and classes[0] == ("indirect-write",)
+    assert res.credit.deps[1] == (("shellvar", "lost", 3),)
+    assert [(k, d["name"]) for _, _, k, d in res.graph.graph.edges(keys=True, data=True)
+            if d["kind"] == "shellvar"] == [("shellvar:lost", "lost")]
+
+
+def test_unused_variable_and_one_only_an_irrelevant_command_uses_get_nothing():
+    setter = _sets(cmd(0, "x=5; y=6"), x="var:01", y="var:02")
+    junk = cmd(1, "echo $y > /app/junk", write={"/app/junk": "6\n"})
+    answer = cmd(2, "echo 42 > /app/answer", write={"/app/answer": "42\n"})
+    credit, _, _ = _credit(episode(setter, junk, answer, resources=["/app/answer"]))
+    assert credit == (0.0, 0.0, 1.0)
+
+
+def test_export_of_an_unchanged_value_keeps_the_first_setter_and_a_new_value_replaces_it():
+    first = _sets(cmd(0, "tok=abc"), tok="var:d1")
+    export = _sets(cmd(1, "export tok"), tok="export:d1")  # same value: both stand behind it
+    use = cmd(2, 'echo "$tok" > /app/a', write={"/app/a": "abc\n"})
+    credit, _, _ = _credit(episode(first, export, use, resources=["/app/a"]))
+    assert credit == (1.0, 1.0, 1.0)
+    again = _sets(cmd(2, "tok=xyz"), tok="var:d2")  # a new value: the earlier setters are moot
+    use2 = cmd(3, 'echo "$tok" > /app/a', write={"/app/a": "xyz\n"})
+    credit, _, _ = _credit(episode(first, export, again, use2, resources=["/app/a"]))
+    assert credit == (0.0, 0.0, 1.0, 1.0)
+
+
+def test_function_call_and_unset_and_shell_restart():
+    define = _sets(cmd(0, "mk() { echo ok > /app/a; }"), **{"fn:mk": "function:f1"})
+    call = cmd(1, "mk", write={"/app/a": "ok\n"})
+    credit, classes, _ = _credit(episode(define, call, resources=["/app/a"]))
+    assert credit == (1.0, 1.0) and classes[0] == ("shellvar",)
+    # a name that was unset, or lost when the shell ended, links to nothing
+    x = _sets(cmd(0, "x=1"), x="var:01")
+    gone = _sets(cmd(1, "unset x"), x="unset:")
+    use = cmd(2, "echo $x > /app/a", write={"/app/a": "\n"})
+    assert _credit(episode(x, gone, use, resources=["/app/a"]))[0] == (0.0, 0.0, 1.0)
+    restart = cmd(1, "exit")
+    restart.shell_reset = True
+    assert _credit(episode(x, restart, use, resources=["/app/a"]))[0] == (0.0, 0.0, 1.0)
+
+
+def test_quoted_names_are_not_uses_and_options_link_nothing():
+    setter = _sets(cmd(0, "x=1; shopt -s nullglob"), x="var:01",
+                   **{"-o:nullglob": "option:-s"})
+    use = cmd(1, "echo '$x' > /app/a; awk '{print $x}' f >> /app/a",
+              write={"/app/a": "$x\n"})
+    assert _credit(episode(setter, use, resources=["/app/a"]))[0] == (0.0, 1.0)
