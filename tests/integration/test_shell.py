@@ -201,3 +201,13 @@ def test_programs_never_see_the_state_pipe_and_writes_to_it_are_flagged(sandbox)
     after = sb.run("echo next")
     assert "fake" not in (forged.shell or {}) and "fake" not in (after.shell or {})
     assert any("shell-state" in r for r in forged.integrity + after.integrity)
+
+
+def test_a_huge_variable_is_unknown_state_not_tampering(sandbox):
+    sb = sandbox()
+    big = sb.run("big=$(head -c 5000000 /dev/zero | tr '\\0' a); echo ${#big}")
+    assert big.stdout == "5000000\n" and big.shell is None and big.integrity == []
+    assert sb.run("unset big; small=1").shell is None  # compared with an unknown state
+    after = sb.run("small=2")
+    assert list(after.shell) == ["small"] and after.shell["small"].startswith("var:")
+    assert after.integrity == []

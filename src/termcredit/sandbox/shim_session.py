@@ -124,7 +124,7 @@ class Session:
         self.trace, self.integrity = bytearray(), []
         self.alive, self.bash_pid, self.bash_inner, self.init_pid = False, None, None, None
         self.stdin_w = self.out_fd = self.err_fd = self.state_fd = None
-        self.state_buf, self.shell_state = bytearray(), None
+        self.state_buf, self.shell_state, self.state_lost = bytearray(), None, False
         self.cwd, self.watcher, self.ns_gone, self.bash_code = "/", None, False, None
         self.trace_dropped = 0
         self.ctl, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -283,15 +283,19 @@ class Session:
                 return False
             self.state_buf += chunk
             if len(self.state_buf) > STATE_CAP:
+                # a huge variable is no tampering: this report is unknown, and what is left
+                # of it before the next report's start is not junk
                 self.state_buf.clear()
-                self._flag("shell state report over its cap")
+                self.state_lost = True
 
     def _take_report(self, token):
         state, used, junk = parse_report(bytes(self.state_buf), token)
         if used:
             del self.state_buf[:used]
-        if junk:
+        if junk and not self.state_lost:
             self._flag("unexpected writes to the shell-state channel")
+        if used:
+            self.state_lost = False
         return state
 
     def _outer_pid(self, inner):

@@ -21,7 +21,7 @@ are left out.
 import hashlib
 
 STATE_FD = 3
-STATE_CAP = 1 << 20  # bytes of one report; a bigger state is reported as unknown
+STATE_CAP = 4 << 20  # bytes of one report; a bigger state is reported as unknown
 # Bash's own bookkeeping: changes every command, or is the cwd (tracked by the tracer)
 VOLATILE = frozenset(
     "_ BASH BASHOPTS BASHPID BASH_ARGC BASH_ARGV BASH_ARGV0 BASH_COMMAND BASH_LINENO "
