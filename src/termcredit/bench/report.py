@@ -47,6 +47,7 @@ def summarize(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for algo in algos:
         curves, finals, aucs, times, stats = [], [], [], {k: 0.0 for k in KEYS_TIME}, {}
+        infra = 0  # episodes lost to infrastructure failures (left out of training)
         for seed in seeds:
             rows = _rows(out / algo.replace("+", "_plus_") / f"seed-{seed}")
             curve = _curve(rows)
@@ -58,6 +59,7 @@ def summarize(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
             for r in rows:
                 for k in KEYS_TIME:
                     times[k] += r.get(k, 0.0)
+                infra += int(r.get("infra_episodes", 0))
             for name, key in CREDIT_STATS.items():
                 vals = [r[key] for r in rows if key in r]
                 if vals:
@@ -70,6 +72,7 @@ def summarize(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
             "curve": mean_curve, "curves": curves,
             "time_s": dict(zip(TIME_NAMES, times.values())),
             "credit_stats": {k: statistics.mean(v) for k, v in stats.items()},
+            "infra_episodes": infra,
         }
     grpo_final = result.get("grpo", {}).get("final_success_mean")
     for algo, r in result.items():
@@ -204,13 +207,15 @@ def _table(doc: dict[str, Any]) -> list[list[str]]:
                      f"{r['auc_mean']:.3f}", "never" if hit is None else str(hit),
                      f"{t['rollout_s']:.0f} / {t['credit_s']:.1f} / {t['update_s']:.0f} / "
                      f"{t['eval_s']:.0f}",
-                     ", ".join(f"{k} {v:.2f}" for k, v in r["credit_stats"].items())])
+                     ", ".join(f"{k} {v:.2f}" for k, v in r["credit_stats"].items()),
+                     str(r.get("infra_episodes", 0))])
     return rows
 
 
 def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     head = ["algorithm", "final held-out success (mean ± std)", "AUC", "updates to GRPO final",
-            "time s: rollout / credit / update / eval", "credit statistics"]
+            "time s: rollout / credit / update / eval", "credit statistics",
+            "infra failures (left out)"]
     lines = ["# termcredit bench report", "",
              f"Tier **{cfg.tier}**, policy `{cfg.model}`, tasks: "
              + ", ".join(Path(t).name for t in cfg.tasks) + ".",
@@ -262,7 +267,8 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
 
 def _html(doc: dict[str, Any], md: str, graphs: dict[str, str]) -> str:
     head = ["algorithm", "final success", "AUC", "updates to GRPO final",
-            "time s (rollout/credit/update/eval)", "credit statistics"]
+            "time s (rollout/credit/update/eval)", "credit statistics",
+            "infra failures (left out)"]
     table = "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
         for row in _table(doc)) + "</table>"

@@ -13,6 +13,7 @@ from ..records import Trajectory, TrialResult, save_json
 from ..sandbox import SandboxPool, SandboxSpec
 from ..tasks import Task
 from .agents import Agent, AgentEnv, AgentTimeout, ResourceLimit
+from .infra import is_infra_exception, mark_infra
 from .verify import verify_episode
 
 
@@ -57,7 +58,10 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         # the dependency graph, credit on its command nodes, from the trajectory in memory
         write_graph_json(trial_dir, analyse(facts_from_trajectory(traj)))
     except Exception as exc:  # recorded per trial; the run goes on
-        traj.termination = traj.termination or "error"
+        if traj.termination or is_infra_exception(exc):  # after the agent, or the sandbox's
+            mark_infra(traj, exc, "trial")
+        else:
+            traj.termination = "error"  # the agent's own crash
         error = f"{type(exc).__name__}: {exc}"
         (trial_dir / "error.txt").write_text(traceback.format_exc())
     finally:

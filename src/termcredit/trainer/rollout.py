@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..harness.agents import AgentEnv, ResourceLimit
+from ..harness.agents import AgentEnv, AgentTimeout, ResourceLimit
+from ..harness.infra import is_infra, is_infra_exception, mark_infra
 from ..harness.trial import task_spec
-from ..records import Step, TokenLayout, Trajectory, save_json
+from ..records import Step, TokenLayout, Trajectory, VerifierReport, save_json
 from ..sandbox import Sandbox, SandboxPool
 from ..tasks import Task
 from ..harness.verify import verify_episode
@@ -131,9 +132,14 @@ def _act(e: _Episode, text: str, action: Action, sample: Any, cfg: RolloutConfig
             obs = format_observation(rec, cfg.obs_chars)
         except ResourceLimit as exc:  # the step ran and is kept; the episode ends
             obs, e.done, e.traj.termination = f"error: {exc}", True, "resource_limit"
-        except Exception as exc:  # agent time used up, sandbox gone: the episode ends
+        except AgentTimeout as exc:  # the agent's own time is used up
+            e.traj.steps.append(Step(index=len(e.traj.steps), action=text))
+            obs, e.done, e.traj.termination = f"error: {exc}", True, "agent_timeout"
+        except Exception as exc:  # sandbox gone, engine error: not the agent's doing
             e.traj.steps.append(Step(index=len(e.traj.steps), action=text))
             obs, e.done, e.traj.termination = f"error: {exc}", True, "error"
+            if is_infra_exception(exc):
+                mark_infra(e.traj, exc, f"step {len(e.traj.steps) - 1}")
         step = e.traj.steps[-1]
     else:
         step = Step(index=len(e.traj.steps), action=text, invalid=action.kind == "invalid")
@@ -147,11 +153,12 @@ def _act(e: _Episode, text: str, action: Action, sample: Any, cfg: RolloutConfig
 
 
 def _verify(e: _Episode, task: Task, instance: int) -> None:
-    e.env.finalize()
+    if is_infra(e.traj):  # the sandbox is gone: nothing to verify
+        return
     try:
+        e.env.finalize()
         e.traj.verifier = verify_episode(e.sandbox, task, e.traj, e.trial_dir,
                                          instance=instance)
-    except Exception as exc:  # a verifier crash is a failed episode, not a failed run
-        from ..records import VerifierReport
-
+    except Exception as exc:  # a harness crash is an infrastructure failure, not a reward 0
         e.traj.verifier = VerifierReport(reward=0.0, error=f"{type(exc).__name__}: {exc}")
+        mark_infra(e.traj, exc, "verification")

@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from .. import estimators
+from ..harness.infra import is_infra
 from ..records import Trajectory, save_json
 from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
 from ..tasks import Task, find_tasks
@@ -44,15 +45,17 @@ def _mean(xs: list[float]) -> float:
 
 
 def select_group(trajs: list[Trajectory], integrity: str = "zero") -> list[Trajectory]:
-    """The trajectories of a group that train. ``"zero"``: all of them (a flagged one with
-    reward 0, see estimators.training_reward); ``"mask"``: the unflagged ones only, so a
-    flagged episode gives neither baseline nor gradient."""
+    """The trajectories of a group that train. Infrastructure failures never do (they say
+    nothing about the policy). ``"zero"``: all the others (a flagged one with reward 0, see
+    estimators.training_reward); ``"mask"``: the unflagged ones only, so a flagged episode
+    gives neither baseline nor gradient."""
     if integrity not in estimators.INTEGRITY_POLICIES:
         raise ValueError(f"integrity policy must be one of "
                          f"{', '.join(estimators.INTEGRITY_POLICIES)}, not {integrity!r}")
+    valid = [t for t in trajs if not is_infra(t)]
     if integrity == "mask":
-        return [t for t in trajs if not estimators.is_flagged(t)]
-    return list(trajs)
+        return [t for t in valid if not estimators.is_flagged(t)]
+    return valid
 
 
 def group_credit(group: list[Trajectory], kept: list[Trajectory], estimator: Any,
@@ -63,7 +66,7 @@ def group_credit(group: list[Trajectory], kept: list[Trajectory], estimator: Any
     group whose rewards are all equal; a group that masking left with fewer than two
     trajectories is skipped too (zero advantages: nothing to compare with)."""
     rewards = [estimators.training_reward(t, integrity) for t in kept]
-    if kept and (len(kept) >= 2 or len(kept) == len(group)):
+    if len(kept) >= 2 or (kept and len(kept) == len(group)):
         res = estimator(kept)
         skipped = dynamic_sampling and max(rewards) - min(rewards) < 1e-12
         return rewards, res, skipped
@@ -72,9 +75,10 @@ def group_credit(group: list[Trajectory], kept: list[Trajectory], estimator: Any
 
 
 def integrity_counts(trajs: list[Trajectory]) -> dict[str, float]:
-    """Per-step metrics: episodes with recorded tampering, and ones the verifier's audit
-    found suspect (before any masking)."""
+    """Per-step metrics: episodes with recorded tampering, ones the verifier's audit found
+    suspect (before any masking), and infrastructure failures (always left out)."""
     return {
+        "infra_episodes": float(sum(is_infra(t) for t in trajs)),
         "flagged_episodes": float(sum(estimators.is_flagged(t) for t in trajs)),
         "suspect_episodes": float(sum(bool(t.verifier and t.verifier.suspect) for t in trajs)),
     }

@@ -133,7 +133,35 @@ def test_dynamic_sampling_sees_training_rewards() -> None:
 def test_integrity_counts() -> None:
     group = [traj(1.0, flagged=True), traj(1.0, step_flag=True, suspect=True), traj(0.0),
              traj(1.0, suspect=True, on_suspect="flag"), traj(None)]
-    assert integrity_counts(group) == {"flagged_episodes": 2.0, "suspect_episodes": 2.0}
+    group[2].termination = "infra_error"
+    assert integrity_counts(group) == {"flagged_episodes": 2.0, "suspect_episodes": 2.0,
+                                       "infra_episodes": 1.0}
+
+
+def _infra(t: Trajectory) -> Trajectory:
+    t.termination, t.info["infra_error"] = "infra_error", "step 1: ShellError: gone"
+    return t
+
+
+def test_infra_failures_leave_the_group_under_either_policy() -> None:
+    # a sandbox removed from outside: its reward 0 is no evidence about the policy
+    group = [traj(1.0), _infra(traj(0.0)), traj(0.0), traj(0.0)]
+    for policy in ("zero", "mask"):
+        kept = select_group(group, policy)
+        assert kept == [group[0], group[2], group[3]]
+        rewards, res, skipped = group_credit(group, kept, _grpo(), policy)
+        # by hand (mean-centred, as above): mean 1/3 of the three valid -> 2/3, -1/3, -1/3;
+        # with the failed episode's 0 in the group the mean would be 1/4
+        assert rewards == [1.0, 0.0, 0.0] and not skipped
+        assert res.advantages[0][1:] == pytest.approx([2 / 3] * 2)
+        assert res.advantages[1][1:] == pytest.approx([-1 / 3] * 2)
+
+
+def test_a_group_left_with_one_valid_episode_contributes_nothing() -> None:
+    group = [traj(1.0), _infra(traj(0.0))]
+    kept = select_group(group)
+    rewards, res, skipped = group_credit(group, kept, _grpo())
+    assert kept == group[:1] and skipped and res.advantages == [[0.0, 0.0, 0.0]]
 
 
 # ---------------------------------------------------------------- the setting
@@ -180,6 +208,7 @@ def test_train_step_masks_and_counts() -> None:
     assert row["reward_mean"] == pytest.approx(1 / 3)
     assert row["success_rate"] == pytest.approx(1 / 3)
     assert (row["flagged_episodes"], row["suspect_episodes"], row["masked_episodes"]) == (1, 1, 1)
+    assert row["infra_episodes"] == 0
     assert row["skipped_update"] == 0.0 and row["loss"] == 0.5
     assert row["action_tokens"] == 6 and row["tokens"] == 12
 
