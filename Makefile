@@ -57,5 +57,11 @@ clean: ## remove runs/, caches and every termcredit container
 	rm -rf runs .pytest_cache .hypothesis
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
+.PHONY: mutants
+mutants: venv ## mutation testing of the estimators and the loss against tests/unit; prints survivors (slow)
+	$(VENV)/bin/mutmut run --max-children $(or $(JOBS),2)
+	@echo "surviving mutants (mutmut show <name> for the diff):"
+	@$(VENV)/bin/mutmut results
+
 distclean: clean ## clean, and remove the venv
 	rm -rf $(VENV)
