@@ -193,3 +193,15 @@ def test_depgpo_plus_opd_sums_per_token() -> None:
     assert close(out.advantages[0], expect_a)
     assert close(out.advantages[1], spread([0.0, -0.5 * 4 / 3, -0.5 * 4 / 3], [1, 2, 1]))
     assert out.stats["opd/missing_teacher"] == 0.5 and out.stats["depgpo/fallback_rate"] == 0.0
+
+
+def test_depgpo_stats_edges() -> None:
+    empty = estimators.build("depgpo")([])
+    assert empty.advantages == [] and empty.stats == {
+        "fallback_rate": 0.0, "zero_credit_step_frac": 0.0, "zero_advantage_group": 1.0}
+    # Dr.GRPO Â = ±0.5: not a zero-advantage group although every |Â| < 1
+    half = estimators.build("depgpo", std=False)([traj_a(1.0), traj_b(0.0)])
+    assert half.stats["zero_advantage_group"] == 0.0
+    # Â = ±1e-12 exactly (rewards 0 and 2e-12): at the tolerance, not under it
+    tiny = estimators.build("depgpo", std=False)([traj_c(0.0), traj_c(2e-12)])
+    assert tiny.stats["zero_advantage_group"] == 0.0

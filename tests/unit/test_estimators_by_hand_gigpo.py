@@ -204,3 +204,54 @@ def test_adastep_similarity_groups_anchors() -> None:
 def test_adastep_rejects_an_unknown_mode() -> None:
     with pytest.raises(ValueError, match="mean_norm or mean_std_norm"):
         estimators.build("adastep", mode="std")
+
+
+def defaults_group() -> list[Trajectory]:
+    """Anchor S at 2 steps from the end in T1 and 1 in T2; T1's last step is invalid and has a
+    step reward of 0.5."""
+    group = [traj(1, ["S", "x"], invalid=[False, True]), traj(0, ["S"])]
+    group[0].steps[1].reward = 0.5
+    return group
+
+
+@pytest.mark.parametrize("name", ["gigpo", "adastep"])
+def test_defaults_gamma_095_penalty_01(name: str) -> None:
+    out = estimators.build(name)(defaults_group())
+    # T1 rewards [0, 0.5 + R 1] -> G = [0.95·1.5, 1.5] - [0, 0.1] = [1.425, 1.4]; T2 G = [0]
+    # S: [1.425, 0] - 0.7125 = ±0.7125 (AdaStep: 2 rows, ineligible -> ŵ = 1); x alone -> 0
+    # A^E rows: T1 [1 - 0.5, 0.9 - 0.5], T2 [-0.5]
+    assert close(out.step_advantages[0], [0.5 + 0.7125, 0.4])
+    assert close(out.step_advantages[1], [-0.5 - 0.7125])
+    assert close(out.advantages[0], [0.5 + 0.7125, 0.4])  # no tokens: per step
+
+
+def test_gigpo_empty_group() -> None:
+    out = estimators.build("gigpo")([])
+    assert out.advantages == [] and out.stats["singleton_anchor_ratio"] == 1.0
+
+
+def test_adastep_weights_and_fallback_rate_per_anchor_group() -> None:
+    # anchors: T0 [U0, S, Q, P], T1 [U1, S, Q, P], T2 [U2, S, Q], T3 [U3, S, Q]; a singleton
+    # anchor group comes first. R = [1, 0, 1, 1], γ = 1: every return is R.
+    # S actions a, a, b, b: within 0.5·pvar[1, 0] = 0.125, pvar(R) = 0.1875 -> ŵ = 1/3
+    # Q actions a, b, a, b: within 0.5·pvar[0, 1] = 0.125 -> ŵ = 1/3
+    # P (2 rows, ineligible): ŵ = 1, A^S = ±0.5. fallback rate = 1 - 2 eligible / 3 multi
+    rows = [("a", "a", "p"), ("a", "b", "q"), ("b", "a"), ("b", "b")]
+    group = [traj(r, [f"U{i}", "S", "Q", "P"][:len(acts) + 1], actions=["u", *acts])
+             for i, (r, acts) in enumerate(zip((1, 0, 1, 1), rows))]
+    out = estimators.build("adastep", gamma=1.0)(group)
+    w = 1 / 3
+    expect = [[0.25, 0.25 + w * 0.25, 0.25 + w * 0.25, 0.25 + 0.5],
+              [-0.75, -0.75 - w * 0.75, -0.75 - w * 0.75, -0.75 - 0.5],
+              [0.25, 0.25 + w * 0.25, 0.25 + w * 0.25],
+              [0.25, 0.25 + w * 0.25, 0.25 + w * 0.25]]
+    for got, exp, adv in zip(out.step_advantages, expect, out.advantages):
+        assert close(got, exp) and close(adv, exp)
+    assert out.stats["fallback_rate"] == pytest.approx(1 / 3)
+    assert out.stats["anchor_groups"] == 7.0
+
+
+def test_shrinkage_weight_of_nothing() -> None:
+    from termcredit.baselines.adastep import shrinkage_weight
+
+    assert shrinkage_weight([], []) is None

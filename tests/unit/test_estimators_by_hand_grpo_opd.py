@@ -56,9 +56,10 @@ def tok(old: list[float], teacher: list[float], mask: list[int],
                        step_spans=spans, teacher_logprobs=teacher)
 
 
-# two steps of two sampled tokens each, an observation token between them
-TWO_STEPS = tok(old=[0.0, -1.0, -0.5, 0.0, -2.0, -0.25],
-                teacher=[0.0, -0.5, -1.0, 0.0, -1.0, -0.75],
+# two steps of two sampled tokens each, an observation token between them; the prompt and
+# observation tokens (mask 0) have log-probs that must not leak into an advantage
+TWO_STEPS = tok(old=[-3.0, -1.0, -0.5, -2.0, -2.0, -0.25],
+                teacher=[-1.0, -0.5, -1.0, -0.5, -1.0, -0.75],
                 mask=[0, 1, 1, 0, 1, 1], spans=[[1, 3], [4, 6]])
 
 
@@ -76,7 +77,7 @@ def test_opd_discount_stays_within_each_step() -> None:
 
 
 def test_opd_discount_skips_masked_tokens_inside_a_step() -> None:
-    layout = tok(old=[-1.0, 0.0, -1.0, -1.0], teacher=[0.0, 0.0, 0.0, -2.0],
+    layout = tok(old=[-1.0, -3.0, -1.0, -1.0], teacher=[0.0, 0.0, 0.0, -2.0],
                  mask=[1, 0, 1, 1], spans=[[0, 4]])
     out = estimators.build("opd", gamma_kl=0.5)([traj(1, 1, layout)])
     # raw [1, 0 (masked), 1, -1]; backwards: -1, 1 + 0.5·(-1) = 0.5, masked 0, 1 + 0.5·0.5
