@@ -304,6 +304,21 @@ def _smollm2_dir(root: Path) -> Path:
     return final
 
 
+def check_same_tokenizer(student: Policy, teacher: Policy, student_src: str,
+                         teacher_src: str) -> None:
+    """A teacher scores the student's sampled ids: both must map every id to the same token,
+    or its log-probs are of other text. Raises ValueError naming both."""
+    a, b = student.tokenizer.get_vocab(), teacher.tokenizer.get_vocab()
+    differ = {t for t in a.keys() | b.keys() if a.get(t) != b.get(t)}
+    if differ or student.tokenizer.eos_token_id != teacher.tokenizer.eos_token_id:
+        example = ", ".join(repr(t) for t in sorted(differ)[:3])
+        raise ValueError(
+            f"teacher {teacher_src!r} does not share the tokenizer of the student "
+            f"{student_src!r} ({len(a)} vs {len(b)} tokens, {len(differ)} differ"
+            + (f", e.g. {example}" if example else ", end-of-sequence ids differ")
+            + "): OPD needs a teacher with the student's tokenizer")
+
+
 def load_policy(source: str | os.PathLike = "tiny", *, device: str | torch.device = "cpu",
                 dtype: torch.dtype | None = None, seed: int = 0,
                 cache_dir: str | os.PathLike | None = None) -> Policy:

@@ -32,7 +32,7 @@ from ..tasks.build import build_image
 from .checkpoint import latest_checkpoint, load_state, save_checkpoint
 from .config import TrainConfig, dump_config
 from .loss import LossConfig
-from .policy import load_policy
+from .policy import check_same_tokenizer, load_policy
 from .update import ppo_update
 from .rollout import rollout_group
 
@@ -63,13 +63,15 @@ def group_credit(group: list[Trajectory], kept: list[Trajectory], estimator: Any
                  ) -> tuple[list[float], estimators.EstimatorResult, bool]:
     """Training rewards of ``kept`` (``select_group(group, integrity)``), the estimator's
     advantages for them, and whether the update is skipped: DAPO's dynamic sampling skips a
-    group whose rewards are all equal; a group that masking left with fewer than two
-    trajectories is skipped too (zero advantages: nothing to compare with)."""
+    group whose rewards are all equal and whose advantages are all zero (an OPD term or a
+    GiGPO penalty still teaches when rewards tie); a group that masking left with fewer than
+    two trajectories is skipped too (zero advantages: nothing to compare with)."""
     rewards = [estimators.training_reward(t, integrity) for t in kept]
     if len(kept) >= 2 or (kept and len(kept) == len(group)):
         res = estimator(kept)
-        skipped = dynamic_sampling and max(rewards) - min(rewards) < 1e-12
-        return rewards, res, skipped
+        tied = max(rewards) - min(rewards) < 1e-12
+        silent = all(abs(a) < 1e-12 for adv in res.advantages for a in adv)
+        return rewards, res, dynamic_sampling and tied and silent
     zeros = [[0.0] * (len(t.tokens.token_ids) if t.tokens else len(t.steps)) for t in kept]
     return rewards, estimators.EstimatorResult(advantages=zeros), True
 
@@ -104,6 +106,8 @@ class Trainer:
         if estimators.needs_teacher(cfg.algo) and not cfg.teacher:
             raise ValueError("algo 'opd' needs a teacher policy (--teacher)")
         self.teacher = load_policy(cfg.teacher, device=cfg.device) if cfg.teacher else None
+        if self.teacher is not None:
+            check_same_tokenizer(self.policy, self.teacher, cfg.model, cfg.teacher)
         self.estimator = estimators.build(cfg.algo, **cfg.estimator)
         # no weight decay by default: with zero advantages the weights must not move
         self.opt = torch.optim.AdamW(self.policy.model.parameters(), lr=cfg.lr,

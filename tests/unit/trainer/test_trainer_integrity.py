@@ -130,6 +130,18 @@ def test_dynamic_sampling_sees_training_rewards() -> None:
     assert rewards == [1.0, 0.0] and not skipped
 
 
+def test_dynamic_sampling_keeps_a_tied_group_with_nonzero_advantages() -> None:
+    group = [traj(1.0), traj(1.0)]
+
+    def kl_like(g):  # an OPD-style term: non-zero although every reward is 1
+        return estimators.EstimatorResult(advantages=[[0.0, -0.5, 0.25] for _ in g])
+
+    rewards, res, skipped = group_credit(group, select_group(group), kl_like, "zero", True)
+    assert rewards == [1.0, 1.0] and not skipped
+    _, _, skipped = group_credit(group, select_group(group), _grpo(), "zero", True)
+    assert skipped  # GRPO on tied rewards: all zero, nothing to learn
+
+
 def test_integrity_counts() -> None:
     group = [traj(1.0, flagged=True), traj(1.0, step_flag=True, suspect=True), traj(0.0),
              traj(1.0, suspect=True, on_suspect="flag"), traj(None)]

@@ -74,3 +74,13 @@ def test_cached_conversion_reloads_identically(smol):
     seq = policy.chat().prompt_ids(None, "ls")
     assert again.score([seq]) == policy.score([seq])
     assert again.tokenizer.encode("exit code: 0\n\n  x") == policy.tokenizer.encode("exit code: 0\n\n  x")
+
+
+def test_a_teacher_with_another_tokenizer_is_refused_naming_both(smol, micro):
+    from termcredit.trainer.policy import check_same_tokenizer
+
+    policy, _ = smol
+    with pytest.raises(ValueError, match=r"teacher 'smollm2-135m' does not share the tokenizer "
+                                         r"of the student 'micro'"):
+        check_same_tokenizer(micro, policy, "micro", "smollm2-135m")
+    check_same_tokenizer(policy, policy, "smollm2-135m", "smollm2-135m")  # the same: fine
