@@ -57,6 +57,7 @@ class CommandRecord:
     # what the command changed in the shell's own state: name -> "kind:digest" (kind var,
     # export, array, function, alias, option) or "unset:"; None: not reported
     shell: dict[str, str] | None = None
+    cwd: str | None = None  # the shell's working directory after the command (None: unknown)
 
 
 ShellResult = CommandRecord

@@ -184,7 +184,8 @@ def test_shell_state_changes_are_reported(sandbox):
     same = sb.run("export lost; echo $lost")
     assert same.stdout == "3f2a\n" and set(same.shell) == {"lost"}
     assert same.shell["lost"].startswith("export:") and same.shell["lost"] != r.shell["lost"]
-    assert sb.run("echo $lost > /tmp/x; ls /proc/self/fd").shell == {}  # nothing changed
+    nothing = sb.run("echo $lost > /tmp/x; ls /proc/self/fd")
+    assert nothing.shell == {} and nothing.cwd == "/tmp" and r.cwd == "/tmp"  # nothing changed
     assert sb.run("unset lost; unset -f f").shell == {"lost": "unset:", "fn:f": "unset:"}
 
 

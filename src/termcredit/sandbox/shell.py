@@ -275,6 +275,7 @@ class TracedShell:
             trace_dropped=h.get("trace_dropped") if type(h.get("trace_dropped")) is int else 0,
             integrity=_reasons(h.get("integrity", [])),
             shell=_shell_changes(h.get("shell")),
+            cwd=h["cwd"] if isinstance(h.get("cwd"), str) and len(h["cwd"]) <= 4096 else None,
         )
 
     def snapshot(self, paths: list[str], *, content_cap: int = 1 << 18) -> list[FileState]:

@@ -406,7 +406,8 @@ class Session:
             changes = state_changes(self.shell_state, state)
         self.shell_state = state
         header = {"op": "result", "seq": seq, "exit_code": exit_code, "duration_s": duration,
-                  "timed_out": timed_out, "shell_restarted": False, "shell": changes}
+                  "timed_out": timed_out, "shell_restarted": False, "shell": changes,
+                  "cwd": self.cwd_now() if self.alive else None}
         if not self.alive:
             self._wait_exit(2.0)
             self._drain_trace()
