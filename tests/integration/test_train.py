@@ -75,6 +75,9 @@ def test_two_real_steps_change_the_weights(algo, policies, tmp_path):
     assert len(tok["step_spans"]) == len(traj["steps"]) and traj["info"]["policy_version"] == 0
     if "opd" in algo:
         assert any(x != 0 for x in tok["teacher_logprobs"])
+    if algo in ("gigpo", "adastep"):  # anchor groups per key, on the same rollouts
+        keys = [f"estimator/anchor_groups/{k}" for k in ("state", "observation", "history")]
+        assert all(rows[0][k] >= 1 for k in keys), rows[0]
 
 
 def test_zero_advantage_leaves_weights_alone(policies, tmp_path):

@@ -42,7 +42,7 @@ def test_broadcast_to_loss_tokens_only():
 
 def test_gigpo_step_advantage_within_anchor_groups():
     group = [traj(1, ["S0", "A1"]), traj(0, ["S0", "B1"])]
-    out = estimators.build("gigpo", gamma=0.5)(group)
+    out = estimators.build("gigpo", anchor="observation", gamma=0.5)(group)
     # returns A: [0.5, 1], B: [0, 0]; A^E = ±0.5; S0 group -> ±0.25; step-1 singletons -> 0
     assert close(out.step_advantages[0], [0.75, 0.5])
     assert close(out.step_advantages[1], [-0.75, -0.5])
@@ -51,14 +51,14 @@ def test_gigpo_step_advantage_within_anchor_groups():
 
 def test_gigpo_singleton_anchors_degrade_to_grpo_mean_norm():
     group = [traj(1, ["a", "b"]), traj(0, ["c", "d"])]
-    out = estimators.build("gigpo")(group)
+    out = estimators.build("gigpo", anchor="observation")(group)
     assert close(out.step_advantages[0], [0.5, 0.5]) and close(out.step_advantages[1], [-0.5, -0.5])
     assert out.stats["singleton_anchor_ratio"] == 1.0
 
 
 def test_gigpo_std_mode_and_invalid_penalty():
     group = [traj(1, ["s", "x"], invalid=[False, True]), traj(0, ["s", "y"])]
-    out = estimators.build("gigpo", gamma=1.0, mode="mean_std_norm", invalid_penalty=0.1)(group)
+    out = estimators.build("gigpo", anchor="observation", gamma=1.0, mode="mean_std_norm", invalid_penalty=0.1)(group)
     sd = 0.5  # population std of [1, 0]
     # A^E rows: A [(1 - .5)/sd, (0.9 - .5)/sd] (penalty on its own row), B [-.5/sd] * 2
     # step returns: A [1, 0.9] (penalty on its own step only), B [0, 0]; S0 group [1, 0]
@@ -68,8 +68,8 @@ def test_gigpo_std_mode_and_invalid_penalty():
 
 def test_gigpo_similarity_grouping():
     group = [traj(1, ["$ ls\nfile_a.txt"]), traj(0, ["$ ls\nfile_b.txt"])]
-    exact = estimators.build("gigpo")(group)
-    similar = estimators.build("gigpo", similarity=0.8)(group)
+    exact = estimators.build("gigpo", anchor="observation")(group)
+    similar = estimators.build("gigpo", anchor="observation", similarity=0.8)(group)
     assert exact.stats["singleton_anchor_ratio"] == 1.0
     assert similar.stats["singleton_anchor_ratio"] == 0.0
 
@@ -89,15 +89,15 @@ def test_adastep_scales_step_advantage_and_falls_back():
     # 4 trajectories share anchor S; actions a,a,b,b; rewards 1,0,1,0: the action explains
     # nothing -> w = 0 -> A = A^E only
     group = [traj(r, ["S"], actions=[a]) for r, a in ((1, "a"), (0, "a"), (1, "b"), (0, "b"))]
-    out = estimators.build("adastep", gamma=1.0)(group)
+    out = estimators.build("adastep", anchor="observation", gamma=1.0)(group)
     assert close([s[0] for s in out.step_advantages], [0.5, -0.5, 0.5, -0.5])
     assert out.stats["fallback_rate"] == 0.0
-    gigpo = estimators.build("gigpo", gamma=1.0)(group)
+    gigpo = estimators.build("gigpo", anchor="observation", gamma=1.0)(group)
     assert close([s[0] for s in gigpo.step_advantages], [1.0, -1.0, 1.0, -1.0])
     # ineligible group (all actions distinct) -> fallback weight 1 == GiGPO
     group2 = [traj(r, ["S"], actions=[a]) for r, a in ((1, "a"), (0, "b"))]
-    ada2 = estimators.build("adastep", gamma=1.0)(group2)
-    assert close(ada2.step_advantages[0], estimators.build("gigpo", gamma=1.0)(group2)
+    ada2 = estimators.build("adastep", anchor="observation", gamma=1.0)(group2)
+    assert close(ada2.step_advantages[0], estimators.build("gigpo", anchor="observation", gamma=1.0)(group2)
                  .step_advantages[0])
     assert ada2.stats["fallback_rate"] == 1.0
 

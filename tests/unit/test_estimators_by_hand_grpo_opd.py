@@ -107,7 +107,7 @@ def test_gigpo_plus_opd_settings_reach_their_part() -> None:
     for t, anchors in zip(group, (["a", "b"], ["c", "d"])):
         for s, a in zip(t.steps, anchors):
             s.anchor_obs = a
-    out = estimators.build("gigpo+opd", omega=0.5, kappa=2.0)(group)
+    out = estimators.build("gigpo+opd", anchor="observation", omega=0.5, kappa=2.0)(group)
     # singleton anchors: GiGPO = A^E = ±0.5 per step; OPD as above
     assert close(out.advantages[0], [0.0, 1.5, -0.5, 0.0, 2.5, -0.5])
     assert close(out.advantages[1], [0.0, 0.5, -1.5, 0.0, 1.5, -1.5])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..estimators import EstimatorResult, Group, broadcast, register
-from .common import step_returns
+from .common import anchor_counts, check_anchor, step_returns
 from .gigpo import episode_advantages, step_advantages
 
 
@@ -36,16 +36,19 @@ def shrinkage_weight(returns: list[float], actions: list[str]) -> float | None:
 class AdaStep:
     def __init__(self, gamma: float = 0.95, mode: str = "mean_norm",
                  similarity: float | None = None, invalid_penalty: float = 0.1,
-                 eps: float = 1e-6, fallback: float = 1.0):
+                 eps: float = 1e-6, fallback: float = 1.0, anchor: str = "state"):
         if mode not in ("mean_norm", "mean_std_norm"):
             raise ValueError(f"adastep mode must be mean_norm or mean_std_norm, not {mode!r}")
+        check_anchor(anchor, similarity)
+        self.anchor = anchor
         self.gamma, self.use_std, self.similarity = gamma, mode == "mean_std_norm", similarity
         self.penalty, self.eps, self.fallback = invalid_penalty, eps, fallback
 
     def __call__(self, group: Group) -> EstimatorResult:
         a_e = episode_advantages(group, self.use_std, self.eps, False, self.penalty)
         returns = [step_returns(t, self.gamma, self.penalty) for t in group]
-        a_s, clusters = step_advantages(group, returns, self.use_std, self.eps, self.similarity)
+        a_s, clusters = step_advantages(group, returns, self.use_std, self.eps, self.similarity,
+                                        self.anchor)
         weights = [[self.fallback] * len(r) for r in returns]
         eligible = multi = 0
         for rows in clusters.values():
@@ -64,5 +67,5 @@ class AdaStep:
             advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
             step_advantages=per_step,
             stats={"fallback_rate": 1.0 - eligible / multi if multi else 1.0,
-                   "anchor_groups": float(len(clusters))},
+                   "anchor_groups": float(len(clusters)), **anchor_counts(group)},
         )

@@ -7,6 +7,7 @@ import statistics
 from typing import Sequence
 
 from ..estimators import Group, reward_of
+from .anchors import ANCHORS, anchor_keys
 
 
 def step_returns(traj, gamma: float, invalid_penalty: float) -> list[float]:
@@ -45,14 +46,29 @@ def normalize(values: Sequence[float], use_std: bool, eps: float) -> list[float]
     return [(v - mean) / scale for v in values]
 
 
-def anchor_groups(group: Group, similarity: float | None) -> dict[int, list[tuple[int, int]]]:
-    """(traj, step) rows clustered by their raw anchor observation: exact match, or with
-    `similarity` a greedy clustering on difflib ratio >= threshold (first member represents)."""
+def check_anchor(anchor: str, similarity: float | None) -> None:
+    if anchor not in ANCHORS:
+        raise ValueError(f"anchor must be one of {', '.join(ANCHORS)}, not {anchor!r}")
+    if similarity is not None and anchor != "observation":
+        raise ValueError("similarity grouping compares observation text: it needs "
+                         f"anchor = 'observation', not {anchor!r}")
+
+
+def anchor_counts(group: Group) -> dict[str, float]:
+    """How many anchor groups each key gives on these rollouts (exact matching)."""
+    return {f"anchor_groups/{a}": float(len({k for t in group for k in anchor_keys(t, a)}))
+            for a in ANCHORS}
+
+
+def anchor_groups(group: Group, similarity: float | None, anchor: str = "state",
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """(traj, step) rows clustered by their anchor key (see anchors.py): exact match, or for
+    observations with `similarity` a greedy clustering on difflib ratio >= threshold (first
+    member represents)."""
     clusters: list[tuple[str, list[tuple[int, int]]]] = []
     exact: dict[str, int] = {}
     for i, traj in enumerate(group):
-        for t, step in enumerate(traj.steps):
-            key = step.anchor_obs
+        for t, key in enumerate(anchor_keys(traj, anchor)):
             if key in exact:
                 clusters[exact[key]][1].append((i, t))
                 continue

@@ -13,7 +13,8 @@ trajectories weigh more). Stds are population stds (`common.group_std`).
 from __future__ import annotations
 
 from ..estimators import EstimatorResult, Group, broadcast, register, reward_of
-from .common import anchor_groups, norm_scale, normalize, step_returns
+from .common import (anchor_counts, anchor_groups, check_anchor, norm_scale, normalize,
+                     step_returns)
 
 
 def episode_advantages(group: Group, use_std: bool, eps: float, cross_steps: bool,
@@ -31,9 +32,10 @@ def episode_advantages(group: Group, use_std: bool, eps: float, cross_steps: boo
 
 
 def step_advantages(group: Group, returns: list[list[float]], use_std: bool, eps: float,
-                    similarity: float | None) -> tuple[list[list[float]], dict[int, list]]:
+                    similarity: float | None, anchor: str = "state",
+                    ) -> tuple[list[list[float]], dict[int, list]]:
     adv = [[0.0] * len(r) for r in returns]
-    clusters = anchor_groups(group, similarity)
+    clusters = anchor_groups(group, similarity, anchor)
     for rows in clusters.values():
         values = normalize([returns[i][t] for i, t in rows], use_std, eps)
         for (i, t), v in zip(rows, values):
@@ -45,9 +47,11 @@ def step_advantages(group: Group, returns: list[list[float]], use_std: bool, eps
 class GiGPO:
     def __init__(self, gamma: float = 0.95, omega: float = 1.0, mode: str = "mean_norm",
                  similarity: float | None = None, invalid_penalty: float = 0.1,
-                 eps: float = 1e-6, cross_steps: bool = False):
+                 eps: float = 1e-6, cross_steps: bool = False, anchor: str = "state"):
         if mode not in ("mean_norm", "mean_std_norm"):
             raise ValueError(f"gigpo mode must be mean_norm or mean_std_norm, not {mode!r}")
+        check_anchor(anchor, similarity)
+        self.anchor = anchor
         self.gamma, self.omega, self.use_std = gamma, omega, mode == "mean_std_norm"
         self.similarity, self.penalty, self.eps = similarity, invalid_penalty, eps
         self.cross_steps = cross_steps
@@ -55,7 +59,8 @@ class GiGPO:
     def __call__(self, group: Group) -> EstimatorResult:
         a_e = episode_advantages(group, self.use_std, self.eps, self.cross_steps, self.penalty)
         returns = [step_returns(t, self.gamma, self.penalty) for t in group]
-        a_s, clusters = step_advantages(group, returns, self.use_std, self.eps, self.similarity)
+        a_s, clusters = step_advantages(group, returns, self.use_std, self.eps, self.similarity,
+                                        self.anchor)
         per_step = [[e + self.omega * s for e, s in zip(es, ss)] for es, ss in zip(a_e, a_s)]
         n_rows = sum(len(r) for r in clusters.values())
         singles = sum(len(r) for r in clusters.values() if len(r) == 1)
@@ -63,5 +68,5 @@ class GiGPO:
             advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
             step_advantages=per_step,
             stats={"singleton_anchor_ratio": singles / n_rows if n_rows else 1.0,
-                   "anchor_groups": float(len(clusters))},
+                   "anchor_groups": float(len(clusters)), **anchor_counts(group)},
         )
