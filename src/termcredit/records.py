@@ -121,6 +121,9 @@ class TokenLayout:
     logprobs: list[float] = field(default_factory=list)  # behaviour log-probs (0 where masked)
     step_spans: list[list[int]] = field(default_factory=list)  # per step: [start, end) of its action
     teacher_logprobs: list[float] = field(default_factory=list)  # OPD: teacher on the same ids
+    # π_old of the sampled ids under the plain policy (no temperature, no top-p), set by the
+    # trainer when sampling changed the distribution; empty: ``logprobs`` are those already
+    old_logprobs: list[float] = field(default_factory=list)
 
 
 @dataclass

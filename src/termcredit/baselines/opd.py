@@ -1,5 +1,7 @@
 """On-policy distillation (algorithms.md §5.3): per sampled token
 A_t = −κ · (log π_old(y_t) − log π_teacher(y_t)), the sampled-token reverse KL to the teacher,
+with π_old the plain policy's (``TokenLayout.old_logprobs`` when sampling was tempered or
+top-p truncated, else the behaviour log-probs, which then are the same),
 optionally discounted-summed backwards within each step (γ_kl > 0). The teacher is any policy
 with the same tokenizer; the trainer fills TokenLayout.teacher_logprobs on the exact ids the
 student sampled, in the student's context. Composes with RL estimators by `+` (depgpo+opd).
@@ -24,7 +26,8 @@ class OPD:
                 advs.append([0.0] * (len(tok.token_ids) if tok else len(traj.steps)))
                 continue
             adv = [-self.kappa * (old - teach) if m else 0.0
-                   for old, teach, m in zip(tok.logprobs, tok.teacher_logprobs, tok.loss_mask)]
+                   for old, teach, m in zip(tok.old_logprobs or tok.logprobs,
+                                            tok.teacher_logprobs, tok.loss_mask)]
             if self.gamma_kl > 0:
                 for a, b in tok.step_spans:
                     acc = 0.0

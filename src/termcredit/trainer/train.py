@@ -183,6 +183,7 @@ class Trainer:
         group = self.rollout(task, instance, step, cfg.group_size)
         t1 = time.monotonic()
         kept = select_group(group, cfg.integrity)  # "mask": flagged episodes are dropped
+        self.score_old(kept)
         if self.teacher is not None:
             for t in kept:
                 tok = t.tokens
@@ -212,15 +213,25 @@ class Trainer:
             "time/rollout_s": t1 - t0, "time/credit_s": t2 - t1, "time/update_s": t3 - t2,
         }
 
+    def score_old(self, group: list[Trajectory]) -> None:
+        """π_old for the loss's ratio and OPD's KL: the behaviour log-probs are of the sampling
+        distribution (logits / temperature, top-p renormalised), which is the policy's own only
+        at temperature 1 without top-p. Otherwise (or when asked) re-score the sampled ids with
+        the policy as it is before this update, once, for both."""
+        rc = self.cfg.rollout_config()
+        if not (self.cfg.recompute_old_logprobs or rc.temperature != 1.0 or rc.top_p < 1.0):
+            return
+        with torch.no_grad():
+            scored = self.policy.score([t.tokens.token_ids for t in group],
+                                       [t.tokens.loss_mask for t in group])
+        for t, lp in zip(group, scored):
+            t.tokens.old_logprobs = list(lp)
+
     def update(self, group: list[Trajectory], advantages: list[list[float]]) -> dict[str, float]:
         cfg, pol = self.cfg, self.policy
         seqs = [t.tokens.token_ids for t in group]
         masks = [t.tokens.loss_mask for t in group]
-        # behaviour log-probs are of the tempered distribution: only at temperature 1 are they
-        # the policy's own old log-probs
-        tempered = cfg.rollout_config().temperature != 1.0
-        old = (pol.score(seqs, masks) if cfg.recompute_old_logprobs or tempered
-               else [t.tokens.logprobs for t in group])
+        old = [t.tokens.old_logprobs or t.tokens.logprobs for t in group]
         ref = self.ref.score(seqs, masks) if self.ref is not None else None
         return ppo_update(pol, self.opt, seqs, masks, advantages, old, ref, self.loss_cfg,
                           micro_batch=cfg.micro_batch, max_grad_norm=cfg.max_grad_norm)
