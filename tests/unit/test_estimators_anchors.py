@@ -87,3 +87,38 @@ def test_anchor_settings_are_checked() -> None:
         estimators.build("gigpo", anchor="text")
     with pytest.raises(ValueError, match="similarity grouping compares observation text"):
         estimators.build("adastep", similarity=0.8)
+
+
+def _keys(*records, invalid_first: bool = False) -> list[str]:
+    steps = [Step(index=i, action=r.command, command=r) for i, r in enumerate(records)]
+    if invalid_first:
+        steps.insert(0, Step(index=0, action="```", invalid=True))
+    t = Trajectory(task="t", instruction="", agent="x", steps=steps + [Step(index=9, action="x")])
+    return anchor_keys(t, "state")
+
+
+def test_state_key_details() -> None:
+    a = FileState("/app/a", "file", 1, "1" * 64)
+    b = FileState("/app/b", "file", 1, "2" * 64)
+    # the same files written in another order: the same state
+    assert _keys(rec("x", files=[a, b]))[-1] == _keys(rec("y", files=[b, a]))[-1]
+    # the same path with other content: another state
+    other = FileState("/app/a", "file", 1, "3" * 64)
+    assert _keys(rec("x", files=[a]))[-1] != _keys(rec("x", files=[other]))[-1]
+    # a deletion seen by the content check or by the tracer is the same deletion
+    gone = FileState("/app/a", "missing")
+    assert _keys(rec("x", files=[gone]))[-1] == _keys(rec("y", deleted=["/app/a"]))[-1]
+    # an invalid action changes nothing, and what comes after it still counts
+    keys = _keys(rec("x", files=[a]), invalid_first=True)
+    assert keys[0] == keys[1] and keys[2] != keys[1]
+
+
+def test_unknown_parts_of_the_state_keep_what_was_known() -> None:
+    untraced = rec("x")
+    untraced.accesses, untraced.cwd = None, None  # not traced, cwd unknown
+    known = _keys(rec("cd /tmp", cwd="/tmp"), untraced)
+    same = _keys(rec("cd /tmp", cwd="/tmp"), rec("y", cwd="/tmp"))
+    assert known[-1] == same[-1]  # an unknown cwd is not a change of cwd
+    with pytest.raises(ValueError, match="anchor must be one of state, observation, history, "
+                                         "not 'text'"):
+        anchor_keys(traj(0, ECHO), "text")
