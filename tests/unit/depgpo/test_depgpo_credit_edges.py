@@ -29,7 +29,7 @@ def test_config_bounds_and_messages():
 
 
 def test_ancestors_keep_every_character_of_the_path():
-    assert ancestors("/app/boX/fileX") == ["/app", "/app/boX"]
+    assert ancestors("/app/dirX/X") == ["/app", "/app/dirX"]
     assert ancestors("/a/b/") == ["/a"]
 
 
@@ -133,3 +133,17 @@ def test_writer_support_never_lowers_a_writers_credit_nor_relabels_a_tie():
     # with a second, unread line c0's credit is 0.5, equal to its support: nothing changes
     r = credit(chain({"/tmp/j": "x\n"}), writer_support=True)
     assert r.credit == (0.5, 1.0) and r.classes[0] == ("direct-write",)
+
+
+def test_writer_support_leaves_a_cwd_setter_at_its_own_credit():
+    cd = cmd(0, "cd /app/d && ls", stdout="report_2024.csv\n")
+    cd.cwd_before, cd.cwd_after = "/app", "/app/d"
+    rel = cmd(1, "cp report_2024.csv out", write={"/app/d/out": "r\n"})
+    rel.cwd_before = rel.cwd_after = "/app/d"
+    rel.cwd_used = {"/app/d"}
+    other = cmd(2, "echo report_2024.csv > /app/ans", write={"/app/ans": "report_2024.csv\n"})
+    facts = episode(cd, rel, other, resources=["/app/d/out", "/app/ans"])
+    # β = 1: the cd's support is 1 (via the cwd) + 1 (its listing reused) = 2; writer support
+    # is for writers, the cd keeps the credit of the cwd it set
+    r = credit(facts, beta=1.0, writer_support=True)
+    assert r.credit == (1.0, 1.0, 1.0) and r.classes[0] == ("cwd",)
