@@ -22,9 +22,10 @@
   *relevant* command resolved relative paths in is a relevant resource writer of that cwd
   (label ``cwd``); one that set a shell variable, export, function or alias a relevant
   command's text expands or calls is one of that name (label ``shellvar``), and what it read
-  to compute the value spreads relevance as a writer's reads do; a lasting deletion of a path in E, or of an entry of a directory the
-  verifier listed (a rename's source included), is relevant (label ``absence``); a lasting
-  chmod/chown/touch of a path in E or of a listed directory is relevant (label ``metadata``).
+  to compute the value spreads relevance as a writer's reads do; a lasting deletion of a path
+  in E, or of an entry of a directory the verifier listed (a rename's source included), is
+  relevant (label ``absence``); a lasting chmod/chown/touch of a path in E or of a listed
+  directory is relevant (label ``metadata``).
 * **Supporting reads** (traced commands that changed nothing):
   ``c_r = Σ_w β^d(r,w) · c_w`` over distinct writer commands w reachable over command-level
   edges (writer -> reader of its records/effects, stdout producer -> consumer), d the shortest

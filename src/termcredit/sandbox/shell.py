@@ -160,7 +160,8 @@ class ShimConnection:
         self.lock = threading.Lock()
         self.closed = False
         cfg = {"sessions": {n: {"nonce": v, "strace": strace_argv(n)}
-                            for n, v in self.nonces.items()}, "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
+                            for n, v in self.nonces.items()},
+               "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
         exec_id = api.exec_create(
             container_id, ["python3", "-c", BOOTSTRAP, str(len(SHIM_SOURCE)), json.dumps(cfg)],
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,

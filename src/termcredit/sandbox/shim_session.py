@@ -252,7 +252,7 @@ class Session:
             if fd is not None:
                 os.close(fd)
         self.stdin_w, self.out_fd, self.err_fd, self.state_fd = in_w, out_r, err_r, st_r
-        self.state_buf, self.shell_state = bytearray(), None
+        self.state_buf, self.shell_state, self.state_lost = bytearray(), None, False
         self.env, self.bash_inner, deadline = env, None, time.monotonic() + 20
         while self.bash_inner is None and time.monotonic() < deadline and not self.ns_gone:
             select.select([self.ctl, self.trace_fd], [], [], 0.05)
@@ -273,7 +273,8 @@ class Session:
                 self.shell_state = self._take_report(token)
 
     def _read_state(self):
-        """Drain the state pipe into the buffer (bounded: a flood is dropped and flagged)."""
+        """Drain the state pipe into the buffer (bounded: past STATE_CAP the report in progress
+        is dropped, and the step's state is unknown)."""
         while True:
             try:
                 chunk = os.read(self.state_fd, 1 << 16)

@@ -12,11 +12,10 @@ by the command's secret end token, so text an agent writes to the pipe cannot pa
 The shim keeps the last state and sends only the change: name -> ``kind:hash`` (kind var, export,
 array, function, alias, option; ``hash`` a short digest of the value, so a later ``export x``
 of an unchanged value is told apart from a new value) or ``unset:`` for a name that is gone.
-Functions are named ``fn:NAME``, aliases ``alias:NAME``, options ``-o:NAME``. Limits: an
-agent that shadows bash builtins with functions can misreport its own state (credit, never
-reward, depends on it);
-variables bash changes by itself (``RANDOM``, ``BASH_*``, ``PWD``: the cwd has its own edge)
-are left out.
+Functions are named ``fn:NAME``, aliases ``alias:NAME``, options ``-o:NAME``. Variables bash
+changes by itself (``RANDOM``, ``BASH_*``, ``PWD``: the cwd has its own edge) are left out.
+Limits: an agent that shadows bash builtins with functions can misreport its own state
+(credit, never reward, depends on it).
 """
 import hashlib
 
