@@ -18,7 +18,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
-from .records import Trajectory
+from .records import Trajectory, step_token_counts
 
 Group = Sequence[Trajectory]
 
@@ -114,14 +114,6 @@ class Sum:
 
 
 # ---------------------------------------------------------------- helpers for estimators
-
-
-def step_token_counts(traj: Trajectory) -> list[int]:
-    """Loss tokens per step (1 per step for a trajectory without tokens)."""
-    if traj.tokens is None:
-        return [1] * len(traj.steps)
-    mask = traj.tokens.loss_mask
-    return [max(0, sum(mask[a:b])) for a, b in traj.tokens.step_spans]
 
 
 def broadcast(traj: Trajectory, per_step: Sequence[float]) -> list[float]:

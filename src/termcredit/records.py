@@ -171,6 +171,14 @@ class TrialResult:
     integrity: list[str] = field(default_factory=list)  # tampering recorded in the episode
 
 
+def step_token_counts(traj: Trajectory) -> list[int]:
+    """Loss tokens per step (1 per step for a trajectory without tokens)."""
+    if traj.tokens is None:
+        return [1] * len(traj.steps)
+    mask = traj.tokens.loss_mask
+    return [max(0, sum(mask[a:b])) for a, b in traj.tokens.step_spans]
+
+
 # ---------------------------------------------------------------- JSON round trip
 
 # in-memory only: raw traces live in trace/, file contents in content/<sha256>

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..estimators import step_token_counts
-from ..records import Trajectory, load_json
+from ..records import Trajectory, load_json, step_token_counts
 from ..tracer import parse_session
 from .facts import CommandFacts, EpisodeFacts, Version
 
