@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from termcredit.harness.run import RunConfig, _lock_run_dir, resume_config
-from termcredit.harness.steplog import STEPS_FILE, StepLog, StepLogError, load_steps
+from termcredit.harness.steplog import StepLog, StepLogError, load_steps
+from termcredit.trialdir import TrialPaths
 from termcredit.records import CommandRecord, Step
 from termcredit.tasks import load_task
 
@@ -50,7 +51,7 @@ def test_steplog_appends_and_reads_back_tolerating_a_torn_last_line(tmp_path):
     assert [s.index for s in steps] == [0, 1, 2]
     assert steps[1].command.stdout == "1\n" and steps[1].info == {"n": 1}
     assert steps[1].command.trace == ""  # raw traces live in trace/, not in the log
-    path = tmp_path / STEPS_FILE
+    path = TrialPaths(tmp_path).steps
     whole = path.read_bytes()
     path.write_bytes(whole + whole.splitlines(keepends=True)[0][:25])  # killed mid-write
     assert [s.index for s in load_steps(tmp_path)] == [0, 1, 2]

@@ -24,6 +24,7 @@ from typing import Any, Callable, Protocol
 from ..records import CommandRecord, Step, Trajectory
 from ..sandbox import Sandbox
 from ..tasks import Task
+from ..trialdir import TrialPaths
 from .observe import StepObserver
 from .steplog import StepLog
 
@@ -102,7 +103,7 @@ class AgentEnv:
         limit = min(timeout or self.command_timeout, left)
         rec = self.sandbox.run(command, timeout=limit, output_cap=self.output_cap)
         index = len(self.trajectory.steps)
-        rel = f"trace/step-{index:03d}.strace"
+        rel = TrialPaths(self.trial_dir).step_trace_rel(index)
         path = self.trial_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(rec.trace)

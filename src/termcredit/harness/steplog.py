@@ -19,8 +19,7 @@ import threading
 from pathlib import Path
 
 from ..records import Step, from_dict, to_dict
-
-STEPS_FILE = "steps.jsonl"
+from ..trialdir import TrialPaths
 
 
 class StepLogError(ValueError):
@@ -35,7 +34,7 @@ class StepLog:
     """
 
     def __init__(self, trial_dir: str | Path):
-        self.path = Path(trial_dir) / STEPS_FILE
+        self.path = TrialPaths(trial_dir).steps
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._write(b"", mode="wb")
@@ -56,7 +55,7 @@ class StepLog:
 def load_steps(trial_dir: str | Path) -> list[Step]:
     """The steps logged in ``<trial_dir>/steps.jsonl`` (none if it is missing). A torn last line
     (the process died while writing it) is dropped; a corrupt earlier line is an error."""
-    path = Path(trial_dir) / STEPS_FILE
+    path = TrialPaths(trial_dir).steps
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

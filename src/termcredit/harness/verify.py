@@ -25,6 +25,7 @@ from ..tasks.audit import audit_verifier
 from ..tasks.resources import under
 from ..tasks.verifier import run_verifier
 from ..tracer import EnvironmentLayer, parse_session, summarize
+from ..trialdir import TrialPaths
 
 PROTECTED = ("/tests", "/logs/verifier")
 
@@ -58,9 +59,8 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
                               instance=instance)
     finally:
         window = agent.unwatch() if keep else ""
-    trace_dir = trial_dir / "trace"
     if window:
-        (trace_dir / "agent-during-verifier.strace").write_text(window)
+        TrialPaths(trial_dir).agent_during_verifier_trace.write_text(window)
     traj.integrity += [r for r in agent.integrity if r not in traj.integrity]
     during = _written(window) if window else set()
     verifier_trace = "".join(sandbox.verifier_shell.session_trace)  # as run_verifier saved it

@@ -11,10 +11,16 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Iterable
 
 from .container import Sandbox, SandboxSpec
+from .engine import EngineError
 from .owner import gc
+
+
+class StartTimeout(EngineError):
+    """A sandbox was not ready within the caller's start limit (the engine is overloaded)."""
 
 
 class SandboxPool:
@@ -48,8 +54,9 @@ class SandboxPool:
         with self._lock:
             return any(s == spec and f.done() for s, f in self._ready)
 
-    def acquire(self, spec: SandboxSpec) -> Sandbox:
-        """A fresh sandbox for ``spec``: pre-started if one is ready, else started now."""
+    def acquire(self, spec: SandboxSpec, timeout: float | None = None) -> Sandbox:
+        """A fresh sandbox for ``spec``: pre-started if one is ready, else started now. Past
+        ``timeout`` seconds ``StartTimeout``; the late sandbox is removed once it is up."""
         with self._lock:
             pick = next((i for i, (s, f) in enumerate(self._ready) if s == spec), None)
             if pick is not None:
@@ -59,7 +66,15 @@ class SandboxPool:
                     self._upcoming.remove(spec)  # it is being started now instead
                 fut = self._start(spec)
             self._refill()
-        return fut.result()
+        try:
+            return fut.result(timeout=timeout)
+        except FutureTimeout:
+            fut.add_done_callback(self._discard)
+            raise StartTimeout(f"sandbox for {spec.image} not ready after {timeout:g}s") from None
+
+    def _discard(self, fut: Future[Sandbox]) -> None:
+        if fut.exception() is None:
+            self.release(fut.result())
 
     def release(self, sandbox: Sandbox) -> None:
         """Remove a used sandbox without making the caller wait (inline once closing)."""

@@ -17,6 +17,7 @@ from typing import Iterable
 
 from ..records import VerifierReport
 from ..sandbox import Sandbox
+from ..trialdir import TrialPaths
 from .build import instance_env
 from .model import Task
 from .resources import verifier_resources
@@ -74,15 +75,15 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     finally:
         shell.finish(grace=1.0)  # the verifier's leftover children: their reads count too
     trace_text = "".join(shell.session_trace)
-    trace_dir = trial_dir / "trace"
-    trace_dir.mkdir(parents=True, exist_ok=True)
-    (trace_dir / "verifier.strace").write_text(trace_text)
-    vdir = trial_dir / "verifier"
+    paths = TrialPaths(trial_dir)
+    paths.trace_dir.mkdir(parents=True, exist_ok=True)
+    paths.verifier_trace.write_text(trace_text)
+    vdir = paths.verifier_dir
     notes = _save_logs(logs, vdir)
     resources = verifier_resources(trace_text, agent_written=agent_written)
-    (vdir / "resources.json").write_text(json.dumps(resources, indent=2) + "\n")
-    (vdir / "test-stdout.txt").write_text(rec.stdout)
-    (vdir / "test-stderr.txt").write_text(rec.stderr)
+    paths.resources.write_text(json.dumps(resources, indent=2) + "\n")
+    paths.test_stdout.write_text(rec.stdout)
+    paths.test_stderr.write_text(rec.stderr)
     reward, metrics, error = read_reward(vdir)
     kinds = {e["path"]: e["kind"] for e, _ in logs}
     present = [name for name in REWARD_FILES if name in kinds]
@@ -101,6 +102,6 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     return VerifierReport(
         reward=reward, rewards=metrics, exit_code=rec.exit_code, timed_out=rec.timed_out,
         duration_s=rec.duration_s, stdout=rec.stdout[-4000:], stderr=rec.stderr[-4000:],
-        trace_file="trace/verifier.strace", error=error, resources=resources["cleaned"],
+        trace_file=paths.verifier_trace_rel, error=error, resources=resources["cleaned"],
         on_suspect=task.on_suspect, notes=notes,
     )

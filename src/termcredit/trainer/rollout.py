@@ -1,26 +1,28 @@
 """Batched multi-turn rollouts: G episodes of one task from one initial state, in G sandboxes,
 one generation call per turn for all live episodes.
 
-Token layout A (reference/trainer.md §1.0): one growing id list per episode; sampled ids are
-kept exactly as sampled (loss mask 1, behaviour log-probs), the harness's observation ids are
-appended with mask 0. Nothing is ever detokenised and retokenised into the training sequence.
+Each episode is a harness ``Episode`` (the one lifecycle `termcredit run` uses, so a rollout's
+trial directory has the same files as a run's trial); this module owns only the tokens.
+
+Token layout: one growing id list per episode; sampled ids are kept exactly as sampled (loss
+mask 1, behaviour log-probs), the harness's observation ids are appended with mask 0. Nothing is
+ever detokenised and retokenised into the training sequence (re-tokenising a decoded reply can
+give other ids than the ones sampled, and the ratio would then compare different tokens).
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from ..harness.agents import AgentEnv, AgentTimeout, ResourceLimit
-from ..harness.infra import is_infra, is_infra_exception, mark_infra
-from ..harness.trial import task_spec
-from ..records import Step, TokenLayout, Trajectory, VerifierReport, save_json
-from ..sandbox import Sandbox, SandboxPool
+from ..harness.agents import AgentTimeout, ResourceLimit
+from ..harness.episode import Episode, task_spec
+from ..records import Step, TokenLayout, Trajectory
+from ..sandbox import SandboxPool
 from ..tasks import Task
-from ..harness.verify import verify_episode
 from .actions import SYSTEM_PROMPT, Action, format_observation, invalid_observation, parse_action
 
 
@@ -37,16 +39,16 @@ class RolloutConfig:
 
 
 @dataclass
-class _Episode:
-    index: int
-    sandbox: Sandbox
-    env: AgentEnv
-    traj: Trajectory
+class _Turns:
+    """The token side of one episode."""
+
+    ep: Episode
     tokens: TokenLayout
-    trial_dir: Path
     anchor: str
-    done: bool = False
-    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def traj(self) -> Trajectory:
+        return self.ep.traj
 
 
 def _append(tok: TokenLayout, ids: list[int], logprobs: list[float] | None) -> tuple[int, int]:
@@ -59,31 +61,32 @@ def _append(tok: TokenLayout, ids: list[int], logprobs: list[float] | None) -> t
 
 def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: SandboxPool,
                   group_size: int, out_dir: Path, cfg: RolloutConfig, *, instance: int = 0,
-                  policy_version: int = 0, seed: int | None = None) -> list[Trajectory]:
-    """Run ``group_size`` episodes; returns their trajectories (verified, files on disk)."""
+                  policy_version: int = 0, seed: int | None = None,
+                  before_finish: Callable[[list[Trajectory]], None] | None = None,
+                  ) -> list[Trajectory]:
+    """Run ``group_size`` episodes; returns their trajectories (verified, files on disk).
+    ``before_finish`` sees the trajectories once the turns are over, before verification and
+    before anything is written (e.g. the trainer's teacher scoring), so each trajectory is
+    written once, complete."""
     spec = task_spec(task, image)
     pool.plan([spec] * group_size)
     t_env = time.monotonic()
     prompt = layout.prompt_ids(cfg.system_prompt, task.instruction)
-    episodes: list[_Episode] = []
+    episodes: list[_Turns] = []
     for k in range(group_size):
-        sb = pool.acquire(spec)
-        trial_dir = out_dir / f"g{k}"
-        trial_dir.mkdir(parents=True, exist_ok=True)
-        traj = Trajectory(task=task.name, instruction=task.instruction, agent=str(policy),
-                          trial_dir=str(trial_dir), info={"instance": instance,
-                                                          "policy_version": policy_version,
-                                                          "container": sb.id[:12]})
+        ep = Episode(task, pool, spec, out_dir / f"g{k}", agent=str(policy), instance=instance,
+                     command_timeout=cfg.command_timeout,
+                     info={"policy_version": policy_version})
         tok = TokenLayout()
         _append(tok, list(prompt), None)
-        episodes.append(_Episode(k, sb, AgentEnv(sb, task, traj, trial_dir,
-                                                 command_timeout=cfg.command_timeout),
-                                 traj, tok, trial_dir, anchor=task.instruction))
+        ep.traj.tokens = tok
+        ep.start()  # a sandbox that failed to start: an infrastructure failure, already done
+        episodes.append(_Turns(ep, tok, anchor=task.instruction))
     gen_s = env_s = 0.0
     env_s += time.monotonic() - t_env
     with ThreadPoolExecutor(max_workers=group_size) as threads:
         for _turn in range(cfg.max_turns):
-            live = [e for e in episodes if not e.done]
+            live = [e for e in episodes if not e.ep.done]
             if not live:
                 break
             t0 = time.monotonic()
@@ -101,64 +104,50 @@ def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: Sandbo
                 actions.append((e, text, parse_action(text), s))
             list(threads.map(lambda a: _act(*a, cfg), actions))
             for e, _text, _action, s in actions:
-                if e.done:
+                if e.ep.done:
                     continue
                 # cut off by max_new_tokens: the harness closes the turn (mask 0)
                 obs_ids = layout.observation_ids(e.traj.steps[-1].observation,
                                                  after_truncated=not s.finished)
                 _append(e.tokens, obs_ids, None)
                 if len(e.tokens.token_ids) + cfg.max_new_tokens > cfg.max_total_tokens:
-                    e.done, e.traj.termination = True, "token_budget"
+                    e.ep.end("token_budget")
             env_s += time.monotonic() - t0
         for e in episodes:
-            if not e.done:
-                e.done, e.traj.termination = True, "max_turns"
-        t0 = time.monotonic()
-        list(threads.map(lambda e: _verify(e, task, instance), episodes))
-        env_s += time.monotonic() - t0
-    for e in episodes:
-        pool.release(e.sandbox)
-        e.traj.tokens = e.tokens
-        e.traj.info["time"] = {"generate_s": gen_s, "env_s": env_s}
-        save_json(e.traj, e.trial_dir / "trajectory.json")
-    return [e.traj for e in episodes]
+            e.ep.end("max_turns")  # no-op for one that already ended
+            e.traj.info["time"] = {"generate_s": gen_s, "env_s": env_s}
+        trajs = [e.traj for e in episodes]
+        if before_finish is not None:
+            before_finish(trajs)
+        list(threads.map(lambda e: e.ep.finish(), episodes))
+    return trajs
 
 
-def _act(e: _Episode, text: str, action: Action, sample: Any, cfg: RolloutConfig) -> None:
-    anchor = e.anchor
+def _act(e: _Turns, text: str, action: Action, sample: Any, cfg: RolloutConfig) -> None:
+    anchor, env, traj = e.anchor, e.ep.env, e.traj
+    assert env is not None
     if action.kind == "command":
         try:
-            rec = e.env.step(action.command, action=text)
+            rec = env.step(action.command, action=text)
             obs = format_observation(rec, cfg.obs_chars)
         except ResourceLimit as exc:  # the step ran and is kept; the episode ends
-            obs, e.done, e.traj.termination = f"error: {exc}", True, "resource_limit"
+            obs = f"error: {exc}"
+            e.ep.end("resource_limit")
         except AgentTimeout as exc:  # the agent's own time is used up
-            e.traj.steps.append(Step(index=len(e.traj.steps), action=text))
-            obs, e.done, e.traj.termination = f"error: {exc}", True, "agent_timeout"
+            traj.steps.append(Step(index=len(traj.steps), action=text))
+            obs = f"error: {exc}"
+            e.ep.end("agent_timeout")
         except Exception as exc:  # sandbox gone, engine error: not the agent's doing
-            e.traj.steps.append(Step(index=len(e.traj.steps), action=text))
-            obs, e.done, e.traj.termination = f"error: {exc}", True, "error"
-            if is_infra_exception(exc):
-                mark_infra(e.traj, exc, f"step {len(e.traj.steps) - 1}")
-        step = e.traj.steps[-1]
+            traj.steps.append(Step(index=len(traj.steps), action=text))
+            obs = f"error: {exc}"
+            e.ep.fail(exc, f"step {len(traj.steps) - 1}", by_agent=True)
+        step = traj.steps[-1]
     else:
-        step = Step(index=len(e.traj.steps), action=text, invalid=action.kind == "invalid")
-        e.traj.steps.append(step)
+        step = Step(index=len(traj.steps), action=text, invalid=action.kind == "invalid")
+        traj.steps.append(step)
         obs = "" if action.kind == "done" else invalid_observation(action)
         if action.kind == "done":
-            e.done, e.traj.termination = True, "done"
+            e.ep.end("done")
     step.anchor_obs, step.action_key, step.observation = anchor, action.key, obs
     step.info["finished"] = bool(sample.finished)
     e.anchor = obs
-
-
-def _verify(e: _Episode, task: Task, instance: int) -> None:
-    if is_infra(e.traj):  # the sandbox is gone: nothing to verify
-        return
-    try:
-        e.env.finalize()
-        e.traj.verifier = verify_episode(e.sandbox, task, e.traj, e.trial_dir,
-                                         instance=instance)
-    except Exception as exc:  # a harness crash is an infrastructure failure, not a reward 0
-        e.traj.verifier = VerifierReport(reward=0.0, error=f"{type(exc).__name__}: {exc}")
-        mark_infra(e.traj, exc, "verification")

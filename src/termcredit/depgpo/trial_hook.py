@@ -1,0 +1,16 @@
+"""DepGPO's end-of-trial hook: every finished trial gets its dependency graph (``graph.json``),
+computed from the trajectory in memory."""
+
+from __future__ import annotations
+
+from ..harness.hooks import register_trial_hook
+from ..records import Trajectory
+from ..trialdir import TrialPaths
+from . import analyse
+from .load import facts_from_trajectory
+from .report import write_graph_json
+
+
+@register_trial_hook("depgpo-graph")
+def write_graph(traj: Trajectory, paths: TrialPaths) -> None:
+    write_graph_json(paths.root, analyse(facts_from_trajectory(traj)))
