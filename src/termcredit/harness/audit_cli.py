@@ -2,9 +2,9 @@
 
 A trial is listed when its verifier was *suspect* (the provenance audit found toolchain files
 the verifier ran or loaded that an agent process made, see tasks/audit.py), or when tampering
-was recorded: agent writes during verification, or integrity problems in the episode's trace
-(DESIGN.md, "Threat model"). Trial folders are found by their ``result.json`` or
-``trajectory.json`` anywhere under RUN_DIR (``termcredit run`` and training rollouts alike).
+was recorded: agent writes during verification, or integrity problems in the episode's trace.
+Trial folders are found by their result or trajectory file (``trialdir.TrialPaths``) anywhere
+under RUN_DIR (``termcredit run`` and training rollouts alike).
 
 Every string shown comes from files an agent could influence (paths it chose, task names,
 trace complaints), so each is printed as plain text, never as Rich markup, with control
@@ -24,6 +24,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from ..trialdir import RESULT, TRAJECTORY, TrialPaths
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -77,10 +79,11 @@ def _add(out: list[str], items: list[str]) -> None:
 
 
 def read_trial(run_dir: Path, trial: Path) -> AuditRow:
-    """The audit facts of one trial folder (result.json and trajectory.json)."""
+    """The audit facts of one trial folder (its result and trajectory files)."""
     row = AuditRow(trial_dir=os.path.relpath(trial, run_dir))
-    res = _load(trial / "result.json", row.problems)
-    traj = _load(trial / "trajectory.json", row.problems)
+    paths = TrialPaths(trial)
+    res = _load(paths.result, row.problems)
+    traj = _load(paths.trajectory, row.problems)
     ver = traj.get("verifier") if isinstance(traj.get("verifier"), dict) else {}
     task = traj.get("task", res.get("task"))
     row.task = task if isinstance(task, str) else "?"
@@ -108,17 +111,17 @@ def read_trial(run_dir: Path, trial: Path) -> AuditRow:
 
 
 def find_trials(run_dir: Path) -> list[Path]:
-    """Folders under ``run_dir`` holding a trial's trajectory.json, or a result.json of one
-    trial (the run's own result.json, with its "trials" list, is not one)."""
+    """Folders under ``run_dir`` holding a trial's trajectory file, or the result file of one
+    trial (the run's own result file, with its "trials" list, is not one)."""
     found = []
     for root, dirs, files in os.walk(run_dir):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
         here = Path(root)
-        if "trajectory.json" in files:
+        if TRAJECTORY in files:
             found.append(here)
             dirs[:] = []  # its verifier/ and trace/ hold the task's files, not trials
-        elif "result.json" in files and here != run_dir:
-            data = _load(here / "result.json", [])
+        elif RESULT in files and here != run_dir:
+            data = _load(TrialPaths(here).result, [])
             if "trials" not in data and ("reward" in data or "task" in data):
                 found.append(here)
                 dirs[:] = []
@@ -170,7 +173,7 @@ def add_audit_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
     """Add the `audit` verb to the main CLI's subparsers (sets ``func``)."""
     p = subparsers.add_parser(
         "audit", help="list a run's trials with a suspect reward or recorded tampering",
-        description="Read every trial under RUN_DIR (result.json, trajectory.json) and print a "
+        description="Read every trial under RUN_DIR (its result and trajectory files) and print a "
         "table of the trials whose verifier reward is suspect (it ran or loaded toolchain "
         "files an agent process made: the path and why each is toolchain), or that recorded "
         "tampering or integrity problems. Prints one line when there are none; exits 0 "
