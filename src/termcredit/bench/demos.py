@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 from ..tasks import Task
 from ..trainer.sft import Demo
@@ -70,7 +69,3 @@ def noisy_demos(task: Task, rng: random.Random, copies: int = 6) -> list[Demo]:
         turns = [(_action(c), obs) for c, obs in turns]
         demos.append(Demo(task.instruction, turns + [("done", "")]))
     return demos
-
-
-def solution_files_exist(task: Task) -> bool:
-    return Path(task.solution_dir / "solve.sh").is_file()

@@ -11,6 +11,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..trialdir import TrialPaths, load_trajectory
+
 KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
 TIME_NAMES = tuple(k.split("/")[1] for k in KEYS_TIME)  # rollout_s, ... in summary.json
 CREDIT_STATS = {
@@ -154,18 +156,22 @@ def _hardware() -> str:
 
 
 def _graphs(out: Path, tasks: list[str]) -> dict[str, str]:
-    """One DepGPO graph picture (svg) per task, from a successful DepGPO trajectory."""
+    """One DepGPO graph picture (svg) per task, from a successful DepGPO rollout (the
+    ``graph.json`` its trial hook wrote)."""
+    from ..depgpo import from_json
     from ..depgpo.render import render
-    from ..depgpo.report import analyse_trial
 
     pics: dict[str, str] = {}
-    for traj_file in sorted((out / "depgpo").glob("seed-*/rollouts/*/*/*/trajectory.json")):
-        data = json.loads(traj_file.read_text())
-        task = data["task"]
-        if task in pics or not data.get("verifier") or data["verifier"]["reward"] < 1:
+    for trial in sorted((out / "depgpo").glob("seed-*/rollouts/*/*/*/")):
+        paths = TrialPaths(trial)
+        if not (paths.is_trial() and paths.graph.is_file()):
+            continue
+        traj = load_trajectory(trial)
+        task = traj.task
+        if task in pics or not traj.verifier or traj.verifier.reward < 1:
             continue
         try:
-            pics[task] = render(analyse_trial(traj_file.parent).graph.graph, "svg",
+            pics[task] = render(from_json(paths.graph.read_text()), "svg",
                                 title=f"{task}: a successful DepGPO rollout").decode()
         except Exception as exc:  # no graphviz here: say so in the report
             pics[task] = f"<p>(graph not drawn: {html.escape(str(exc))})</p>"

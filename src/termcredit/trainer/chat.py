@@ -1,4 +1,4 @@
-"""Token-exact multi-turn layout (pattern A of reference/trainer.md §1.0).
+"""Token-exact multi-turn layout for chat models (sampled ids are never re-tokenised).
 
 One growing id list per episode: ``[system+user+assistant header][a1][obs1][a2][obs2]...[aT]``.
 Sampled action ids are kept exactly as sampled (loss mask 1, behaviour log-probs); the ids of
@@ -7,8 +7,8 @@ template and get mask 0. Nothing is ever detokenised and re-tokenised.
 
 The observation delta is computed by rendering a fixed conversation with and without the new
 user turn and slicing; the base is first cut at its last end-of-turn id, because the template
-writes ``<|im_end|>\\n`` while a sampled action stops at ``<|im_end|>`` (gotcha 4: without the
-cut, incremental ids differ from a re-render). So the delta starts with the ``\\n`` that follows
+writes ``<|im_end|>\\n`` while a sampled action stops at ``<|im_end|>`` (without the cut,
+incremental ids differ from a re-render). So the delta starts with the ``\\n`` that follows
 the end-of-turn token.
 
 Property (tested): for action ids that are the tokenizer's own encoding of their text,

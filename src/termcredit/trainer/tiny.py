@@ -10,14 +10,14 @@
 * Model: a Llama-style decoder (``LlamaConfig``), weights initialised under ``torch.manual_seed
   (seed)`` inside a forked RNG (the caller's RNG state is left alone).
 
-Why Llama and the Qwen2 pre-tokenizer together (reference/trainer.md §3.4 gotcha 1): with
+Why Llama and the Qwen2 pre-tokenizer together: with
 ``model_type=qwen2`` transformers 5 swaps in ``Qwen2Tokenizer``, which rebuilds the pipeline from
 vocab + merges, so ids change on reload unless the trained pipeline is exactly Qwen2's. A Llama
 config keeps the tokenizer.json pipeline as saved (and is the architecture SmolLM2 uses, so tiny
 and smollm2-135m run through the same code). We still train with the Qwen2 normalizer +
 split regex (NFC; digits one by one; words, punctuation runs and newlines apart), which is what
 a real BPE chat model does and is safe under either class. ``tokenizer_class`` is written as
-``PreTrainedTokenizerFast`` (gotcha 3) so the directory also loads with transformers 4.x. A test
+``PreTrainedTokenizerFast`` so the directory also loads with transformers 4.x. A test
 checks that AutoTokenizer and PreTrainedTokenizerFast give the ids of the in-memory tokenizer.
 """
 
@@ -111,7 +111,7 @@ def build_tiny(out_dir: str | os.PathLike, size: str = "tiny", seed: int = 0, *,
     tok.save_pretrained(out)
     tc = out / "tokenizer_config.json"
     conf = json.loads(tc.read_text())
-    conf["tokenizer_class"] = "PreTrainedTokenizerFast"  # gotcha 3: also loads in transformers 4
+    conf["tokenizer_class"] = "PreTrainedTokenizerFast"  # also loads in transformers 4
     tc.write_text(json.dumps(conf, indent=2, ensure_ascii=False) + "\n")
     info = {"size": size, "seed": seed, "recipe": RECIPE_VERSION, "vocab": len(tok),
             "params": sum(p.numel() for p in model.parameters()),
