@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -166,7 +167,8 @@ def test_sigkilled_run_keeps_steps_and_resumes_without_redoing(tmp_path, client,
     traj = json.loads((second / "trajectory.json").read_text())
     assert len(traj["steps"]) == SLOW_STEPS + 2
     config = (out / "config.toml").read_text()
-    assert f'earlier_run_ids = ["{run_id}"]' in config and 'agent = "replay:' in config
+    assert tomllib.loads(config)["run"]["earlier_run_ids"] == [run_id]
+    assert 'agent = "replay:' in config
 
     termcredit("gc")
     assert containers(client, run_id) == []

@@ -25,13 +25,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import tomli_w
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from ..records import TrialResult, load_json, to_dict
-from ..tomlw import toml_table
 from ..sandbox import ImageBuildError, ImageMap, SandboxPool, docker_client, ensure_base_image, gc
 from ..tasks import Task, load_task
 from ..tasks.build import build_image
@@ -74,7 +74,7 @@ def write_config(cfg: RunConfig, out: Path, run_id: str,
         "earlier_run_ids": earlier_run_ids or None, **cfg.extra,
     }
     tmp = out / "config.toml.tmp"
-    tmp.write_text("[run]\n" + toml_table(items))
+    tmp.write_text(tomli_w.dumps({"run": {k: v for k, v in items.items() if v is not None}}))
     tmp.replace(out / "config.toml")
 
 

@@ -10,17 +10,20 @@ import os
 import socket
 from typing import Any
 
+import psutil
+
 LABEL_RUN = "termcredit.run"
 LABEL_OWNER = "termcredit.owner"
 
 
 def _start_time(pid: int) -> str | None:
+    """When ``pid`` started, in clock ticks since boot (the kernel's own count, so a step of
+    the wall clock does not change it); None: no such process."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
+        since_boot = psutil.Process(pid).create_time() - psutil.boot_time()
+    except (psutil.Error, ValueError):  # gone, not ours to see, or not a valid pid
         return None
-    return stat[stat.rindex(b")") + 2 :].split()[19].decode()
+    return str(round(since_boot * os.sysconf("SC_CLK_TCK")))
 
 
 def owner_token(pid: int | None = None) -> str:

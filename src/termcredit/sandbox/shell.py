@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import FileState, ShellResult
-from ..tracer import STRACE_ARGS, STRACE_STAT_SET, STRACE_TRACE_SET
+from ..tracer.protocol import marker_dir, strace_argv
 
 _HERE = Path(__file__).parent
 NSINIT_SOURCE = (_HERE / "nsinit.py").read_text()
@@ -33,19 +33,6 @@ BOOTSTRAP = (
     "exec(compile(s,'termcredit-shim','exec'),{'__name__':'__main__'})"
 )
 
-# Flags: -y shows fds as paths, -X raw makes flags bit tests, --seccomp-bpf stops the tracee
-# only on the lean syscall set; --pidns-translation: the agent's processes live in their own
-# PID namespace, and a clone's return value must name the child as the line prefixes do.
-# The verifier's session also traces the stat family (what the tests checked exists, or not).
-_STRACE_HEAD = ["strace", "--pidns-translation", *STRACE_ARGS[:-1]]
-
-
-def strace_argv(role: str) -> list[str]:
-    traced = STRACE_TRACE_SET + ("," + STRACE_STAT_SET if role == "verifier" else "")
-    return [*_STRACE_HEAD, f"trace={traced}", "-o"]
-
-
-MARKER_ROOT = "/__termcredit__"
 SESSIONS = ("agent", "verifier")
 MAX_HEADER = 1 << 20  # bytes of JSON in one frame header
 MAX_TRACE = 80 << 20  # bytes of trace in one frame (a step's is cut to 20 MiB in the shim)
@@ -149,6 +136,14 @@ def _reasons(value: Any) -> list[str]:
     return list(value)
 
 
+def shim_config(nonces: dict[str, str], pin_cpu: int | None) -> dict[str, Any]:
+    """The shim's start-up settings (its argv[2]): each session's strace argv and marker
+    directory come from the protocol module, which the shim itself cannot import."""
+    return {"sessions": {name: {"mark": marker_dir(nonce), "strace": strace_argv(name)}
+                         for name, nonce in nonces.items()},
+            "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
+
+
 class ShimConnection:
     """One shim per sandbox, started while the container is pristine; it holds two traced
     sessions, ``agent`` and ``verifier``, each in its own PID + mount namespace."""
@@ -159,9 +154,7 @@ class ShimConnection:
         self.nonces = {name: secrets.token_hex(8) for name in SESSIONS}
         self.lock = threading.Lock()
         self.closed = False
-        cfg = {"sessions": {n: {"nonce": v, "strace": strace_argv(n)}
-                            for n, v in self.nonces.items()},
-               "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
+        cfg = shim_config(self.nonces, pin_cpu)
         exec_id = api.exec_create(
             container_id, ["python3", "-c", BOOTSTRAP, str(len(SHIM_SOURCE)), json.dumps(cfg)],
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,
@@ -231,7 +224,7 @@ class TracedShell:
 
     @property
     def marker_dir(self) -> str:
-        return f"{MARKER_ROOT}/{self.nonce}"
+        return marker_dir(self.nonce)
 
     def _req(self, op: str, *, wait: float = 60.0, max_blobs: int = 1, limit: int = MAX_TRACE,
              blobs: tuple[bytes, ...] = (), **fields: Any) -> _Frame:

@@ -108,7 +108,7 @@ def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sessions = {}
     for name, scfg in CFG["sessions"].items():
-        sessions[name] = Session(name, scfg["nonce"], scfg["strace"], CFG["nsinit"],
+        sessions[name] = Session(name, scfg["mark"], scfg["strace"], CFG["nsinit"],
                                  CFG.get("pin_cpu"))
     send({"op": "hello", "sessions": {n: s.describe() for n, s in sessions.items()}},
          *[s.take_trace() for s in sessions.values()])

@@ -49,6 +49,14 @@ def ansi_c_quote(text):
     return "$'" + "".join(out) + "'"
 
 
+def command_script(mark, seq, cmd, token):
+    """The line bash reads for command SEQ: its start marker, the command, the shell's state
+    report (builtins only), then the end marker with the command's $? and secret token."""
+    return ("__tc_c=%s; cd %s/s%d 2>/dev/null; __tc_run </dev/null %d>&-; __tc_e=$?; %s; "
+            "cd %s/e%d.$__tc_e.%s 2>/dev/null\n") % (
+        ansi_c_quote(cmd), mark, seq, STATE_FD, dump_script(token), mark, seq, token)
+
+
 class Capped:
     """Keeps the head and a short tail of a stream as it arrives; counts what it dropped."""
 
@@ -119,8 +127,10 @@ def ctl_send(sock, msg, fds=()):
 
 
 class Session:
-    def __init__(self, role, nonce, strace_argv, nsinit_src, pin_cpu):
-        self.role, self.mark = role, "/__termcredit__/" + nonce
+    def __init__(self, role, mark, strace_argv, nsinit_src, pin_cpu):
+        # mark (the session's marker directory) and strace_argv (up to strace's output path)
+        # come from the host, out of termcredit.tracer.protocol: the tracer parses by them
+        self.role, self.mark = role, mark
         self.trace, self.integrity = bytearray(), []
         self.alive, self.bash_pid, self.bash_inner, self.init_pid = False, None, None, None
         self.stdin_w = self.out_fd = self.err_fd = self.state_fd = None
@@ -133,7 +143,7 @@ class Session:
         os.write(src_w, nsinit_src.encode())  # well under a pipe's 64 KiB
         os.close(src_w)
         os.makedirs("/run/termcredit", mode=0o700, exist_ok=True)
-        fifo = "/run/termcredit/%s.%d" % (nonce, time.monotonic_ns())
+        fifo = "/run/termcredit/%s.%d" % (os.path.basename(mark), time.monotonic_ns())
         os.mkfifo(fifo, 0o600)
         self.trace_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         try:  # a big pipe lets strace run ahead while the shim reads in batches
@@ -326,11 +336,7 @@ class Session:
         # One line: bash has read all of it before the command runs, so nothing of it is left
         # in the pipe for the command to read.
         trace_end = ('chdir("%s/e%d.' % (self.mark, seq)).encode()
-        # The state report (builtins only) comes after the command, before the end marker.
-        script = ("__tc_c=%s; cd %s/s%d 2>/dev/null; __tc_run </dev/null %d>&-; __tc_e=$?; %s; "
-                  "cd %s/e%d.$__tc_e.%s 2>/dev/null\n") % (
-            ansi_c_quote(cmd), self.mark, seq, STATE_FD, dump_script(token), self.mark, seq,
-            token)
+        script = command_script(self.mark, seq, cmd, token)
         before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
         out, err = Capped(cap), Capped(cap)
         self.trace_dropped = 0

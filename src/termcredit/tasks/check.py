@@ -30,11 +30,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
+import tomli_w
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..tomlw import toml_value
 from .audit import propose_may_modify
 from .model import Task, TaskError, load_task
 
@@ -164,7 +164,8 @@ def may_modify_proposal(task: Task | None, hits: Iterable[dict[str, str]]) -> st
     ``hits`` (the oracle's audit hits), keeping the globs the task already declares."""
     have = list(task.agent_may_modify) if task is not None else []
     globs = have + [g for g in propose_may_modify(hits) if g not in have]
-    return "agent_may_modify = " + toml_value(globs)
+    items = (tomli_w.dumps({"g": g}).removeprefix("g = ").rstrip("\n") for g in globs)
+    return "agent_may_modify = [" + ", ".join(items) + "]"  # one line, to paste
 
 
 def _suspect_files(verifier: dict[str, Any]) -> list[dict[str, str]]:

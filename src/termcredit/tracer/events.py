@@ -1,4 +1,4 @@
-"""Syscall records -> file access events (tracing.md §4.2, the event table).
+"""Syscall records -> file access events: which syscall, flags and result make which `Kind`.
 
 Pure functions of one `Syscall` and the calling process's cwd; the process table that
 supplies the cwd lives in `procs.py`. Flags are numbers thanks to `-X raw`.
@@ -15,6 +15,7 @@ from typing import Callable
 from . import fast
 from .decode import FdArg, parse_fd, parse_int, parse_str, parse_str_array, struct_field
 from .lines import Syscall
+from .protocol import is_marker_path
 
 O_ACCMODE = 0o3
 O_RDWR = 0o2
@@ -29,7 +30,6 @@ AT_EMPTY_PATH = 0x1000
 RENAME_EXCHANGE = 0x2
 CREAT_FLAGS = 0x241  # creat() == open(O_WRONLY|O_CREAT|O_TRUNC)
 PROBE_ERRNOS = frozenset({"ENOENT", "ENOTDIR"})
-MARKER_ROOT = "/__termcredit__"
 _PROC_FD = re.compile(r"/proc/(?:self|thread-self|\d+)/fd/\d+")
 
 
@@ -71,10 +71,6 @@ def norm(path: str) -> str:
     """Lexical normalisation. POSIX keeps a leading `//`; the kernel does not care, we do."""
     out = posixpath.normpath(path)
     return "/" + out.lstrip("/") if out.startswith("//") else out
-
-
-def is_marker_path(path: str) -> bool:
-    return path == MARKER_ROOT or path.startswith(MARKER_ROOT + "/")
 
 
 def resolve(cwd: str | None, dirfd: FdArg | None, path: str) -> str | None:

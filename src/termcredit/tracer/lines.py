@@ -1,6 +1,7 @@
-"""strace output lines -> `Syscall` / `Exit` records (tracing.md §3).
+"""strace output lines -> `Syscall` / `Exit` records.
 
-Expected flags: `-f -q -e signal=none -y -X raw -ttt -o FILE`. The five line shapes:
+The lines of the strace invocation in `protocol.py` (`-f -q -e signal=none -y -X raw -ttt`):
+every line starts with the pid and an epoch timestamp. The five line shapes:
 
     PID TS name(arg, ...) = RET[<path>][(deleted)] [ERRNO (text)]
     PID TS name(arg, ... <unfinished ...>

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from .events import Event
 from .lines import LineStats, parse_records
-from .procs import Marker, Process, track
+from .procs import Process, attribute_events
+from .segments import Marker
 from .summary import AccessSummary, EnvironmentLayer, summarize
 
 
@@ -74,7 +75,7 @@ def parse_session(
     a session-level integrity reason).
     """
     records, stats = parse_records(text)
-    stream = track(records, nonce, tokens)
+    stream = attribute_events(records, nonce, tokens)
     integrity = {seq: list(reasons) for seq, reasons in stream.integrity.items()}
     if stats.skipped:
         n = stats.skipped
@@ -134,4 +135,4 @@ def summarize_segment(text: str, env: EnvironmentLayer | None = None) -> AccessS
     session text for exact attribution.
     """
     records, _ = parse_records(text)
-    return summarize((e for _, e in track(records).events), env)
+    return summarize((e for _, e in attribute_events(records).events), env)

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from ..estimators import INTEGRITY_POLICIES
-from ..tomlw import toml_table
 from .rollout import RolloutConfig
 
 
@@ -88,4 +89,9 @@ def load_config(path: str | Path | None, overrides: dict[str, Any]) -> TrainConf
 
 def dump_config(cfg: TrainConfig) -> str:
     """TOML for config.toml in the run directory (readable back by load_config)."""
-    return toml_table(cfg.to_dict())
+    return tomli_w.dumps(_without_none(cfg.to_dict()))  # TOML has no null: unset = default
+
+
+def _without_none(table: dict[str, Any]) -> dict[str, Any]:
+    return {k: _without_none(v) if isinstance(v, dict) else v
+            for k, v in table.items() if v is not None}

@@ -7,7 +7,7 @@ import pytest
 from termcredit.tracer import Kind, parse_records
 from termcredit.tracer.events import Event, open_kinds, resolve, syscall_events
 from termcredit.tracer.lines import Syscall
-from termcredit.tracer.procs import track
+from termcredit.tracer.procs import attribute_events
 
 
 def events_of(line: str, cwd: str | None = "/w") -> list[tuple[Kind, str, str | None]]:
@@ -21,7 +21,7 @@ def events_of(line: str, cwd: str | None = "/w") -> list[tuple[Kind, str, str | 
 def stream(text: str) -> list[tuple[int | None, Event]]:
     records, stats = parse_records(text)
     assert stats.skipped == 0
-    return track(records).events
+    return attribute_events(records).events
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ import pytest
 from tracer_testutil import FIXTURES, NONCE, load, rel
 
 from termcredit.tracer import Marker, parse_session
-from termcredit.tracer.procs import MAX_REASONS, parse_marker
+from termcredit.tracer.protocol import parse_marker
+from termcredit.tracer.segments import MAX_REASONS
 
 TOK1, TOK2 = "0123456789abcdef", "fedcba9876543210"
 FAKE = "deadbeefdeadbeef"
