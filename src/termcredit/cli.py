@@ -369,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--run", help="remove this run id's containers, owner alive or not")
     g.add_argument("--all", action="store_true", help="remove every termcredit container")
     g.set_defaults(func=_cmd_gc)
-    from .tasks.cli import add_tasks_parser
+    from .tasktools.cli import add_tasks_parser
 
     add_tasks_parser(sub)
     from .bench.view_cli import add_view_parser

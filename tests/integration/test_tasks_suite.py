@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from termcredit.tasks import find_tasks
-from termcredit.tasks.check import oracle_steps
+from termcredit.tasktools.check import oracle_steps
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]
@@ -119,7 +119,7 @@ def test_tb1_import_passes_check(tmp_path, base_ref):
 def test_check_reports_each_broken_task(tmp_path, base_ref):
     """A task the nop agent solves, one whose oracle fails, one that does not load, one whose
     image does not build: all named, the good one still checked, exit status 1."""
-    from termcredit.tasks.scaffold import new_task
+    from termcredit.tasktools.scaffold import new_task
 
     root = tmp_path / "tasks"
     good = new_task("good", root)

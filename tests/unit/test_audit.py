@@ -347,35 +347,6 @@ def test_builtin_tasks_stop_agent_processes():
     assert tasks and all(t.agent_processes == "kill" for t in tasks)
 
 
-# ------------------------------------------------------------------ tasks check: the proposal
-
-
-def test_check_reads_the_oracles_audit_hits_and_proposes_globs(tmp_path):
-    import json
-    import tomllib
-
-    from termcredit.tasks.check import _trial_outcome, may_modify_proposal
-
-    trial = tmp_path / "trial"
-    trial.mkdir()
-    (trial / "trajectory.json").write_text(json.dumps({"verifier": {
-        "resources": ["/app/x"], "suspect": True, "suspect_files": [
-            {"path": "/usr/local/lib/python3.11/site-packages/foo/__init__.py",
-             "reason": "python library"},
-            {"path": "/usr/local/bin/foo", "reason": "executed"}]}}))
-    reward, error, resources, hits = _trial_outcome({"trial_dir": str(trial), "reward": 1.0})
-    assert (reward, error, resources) == (1.0, None, ["/app/x"]) and len(hits) == 2
-    task = load_task(make_task(tmp_path / "t", 'agent_may_modify = ["/opt/**"]\n'))
-    line = may_modify_proposal(task, hits)
-    assert line == ('agent_may_modify = ["/opt/**", "/usr/local/bin/foo", '
-                    '"/usr/local/lib/python3*/site-packages/**"]')
-    assert tomllib.loads(line)["agent_may_modify"][0] == "/opt/**"  # valid TOML
-    clean = tmp_path / "clean"
-    clean.mkdir()
-    (clean / "trajectory.json").write_text(json.dumps({"verifier": {"resources": ["/app/x"]}}))
-    assert _trial_outcome({"trial_dir": str(clean), "reward": 1.0})[3] == []
-
-
 def test_module_named_like_the_test_runner_under_the_workdir_is_a_hit():
     """`python3 -m pytest` run from /app imports /app/pytest.py before the real pytest; an
     answer module with an ordinary name stays exempt."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from termcredit.tasks import TaskError, load_task
-from termcredit.tasks.tb_import import ImportReport, convert_run_tests, import_tb1, mini_yaml
+from termcredit.tasktools.tb_import import ImportReport, convert_run_tests, import_tb1, load_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 TB1 = REPO / "tests" / "fixtures" / "tb1" / "count-http-errors"
@@ -212,35 +212,24 @@ def test_errors_name_the_file_and_field(tmp_path):
     assert import_tb1(tmp_path, tmp_path / "out", force=True).path == tmp_path / "out"
 
 
-YAML_CASES = [
-    ("instruction: >-\n  folded\n  text\n\n  second para\ntags: [a, 'b c', \"d\"]\n",
-     {"instruction": "folded text\nsecond para", "tags": ["a", "b c", "d"]}),
-    ("# comment\ninstruction: \"quoted: with # hash\"  # trailing\nmax_test_timeout_sec: 30\n"
-     "tags:\n- x\n- y  # note\nrun_tests_in_same_shell: true\nauthor_email: unknown\n",
-     {"instruction": "quoted: with # hash", "max_test_timeout_sec": 30, "tags": ["x", "y"],
-      "run_tests_in_same_shell": True, "author_email": "unknown"}),
-    ("instruction: |\n  keep\n    indented\n  lines\n\ndifficulty: hard\nempty:\n",
-     {"instruction": "keep\n  indented\nlines\n", "difficulty": "hard", "empty": None}),
-    ("instruction: plain text that\n  continues here\nparser_name: pytest\nx: 1.5\n",
-     {"instruction": "plain text that continues here", "parser_name": "pytest", "x": 1.5}),
-    ("instruction: 'it''s'\nesc: \"a\\tb\"\n", {"instruction": "it's", "esc": "a\tb"}),
-]
-
-
-@pytest.mark.parametrize("text,expected", YAML_CASES)
-def test_subset_reader(text, expected):
-    assert mini_yaml(text) == expected
-
-
-def test_subset_reader_reads_the_fixture():
-    data = mini_yaml((TB1 / "task.yaml").read_text())
+def test_task_yaml_is_read_with_pyyaml():
+    path = TB1 / "task.yaml"
+    data = load_yaml(path, path.read_text())
     assert data["instruction"].startswith("The web server log /app/access.log")
     assert data["instruction"].endswith("to /app/top-paths.txt.")  # |- : no final newline
     assert data["tags"] == ["logs", "text-processing"]
     assert data["max_agent_timeout_sec"] == 360.0 and data["run_tests_in_same_shell"] is False
 
 
-def test_import_works_without_pyyaml(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "yaml", None)  # `import yaml` raises ImportError
-    import_tb1(TB1, tmp_path / "out")
-    assert load_task(tmp_path / "out").metadata["tags"] == ["logs", "text-processing"]
+def test_yaml_errors_name_the_file_and_line(tmp_path):
+    (tmp_path / "Dockerfile").write_text("FROM ubuntu:24.04\n")
+    (tmp_path / "task.yaml").write_text("instruction: x\ntags: [a, b\n")
+    with pytest.raises(TaskError, match=r"task\.yaml: not readable YAML: .*line 3"):
+        import_tb1(tmp_path, tmp_path / "out")
+    (tmp_path / "task.yaml").write_text("- just\n- a list\n")
+    with pytest.raises(TaskError, match="task.yaml: must be a mapping"):
+        import_tb1(tmp_path, tmp_path / "out")
+    (tmp_path / "task.yaml").write_text("instruction: x\n")
+    (tmp_path / "solution.yaml").write_text("- command: [not, a, string]\n")
+    with pytest.raises(TaskError, match=r"solution\.yaml.*\[0\]\.command"):
+        import_tb1(tmp_path, tmp_path / "out")

@@ -1,4 +1,4 @@
-"""`termcredit tasks list|check|new|import`: thin argparse layer over the tasks package.
+"""`termcredit tasks list|check|new|import`: thin argparse layer over the task tooling.
 
 The main CLI adds the verb with ``add_tasks_parser(sub)`` and handles its errors.
 """
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..cli import shown  # task names, paths, errors, notes: printed as text, never markup
+from ..show import shown  # task names, paths, errors, notes: printed as text, never markup
 
 console = Console(stderr=True, soft_wrap=True)  # errors carry paths: never wrap them
 
@@ -26,7 +26,7 @@ def _out() -> Console:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from .check import discover, oracle_steps
-    from .model import TaskError
+    from ..tasks.model import TaskError
 
     table = Table(title="termcredit tasks")
     for col in ("name", "category", "difficulty", "parametrized", "oracle steps"):

@@ -8,15 +8,17 @@ back from; empty means the tests check nothing the trace can see). A few static 
 along: a parametrised task must use ``TC_INSTANCE`` in its Dockerfile, and its oracle must not
 read it (an oracle computes the answer from the data, as an agent must).
 
-The oracle's verifier run must not be *suspect* either (tasks/audit.py: the verifier ran or
-loaded toolchain files the oracle made). When it is, either the oracle changes what it should
+The oracle's verifier run must not be *suspect* either (``termcredit.tasks.audit``: the
+verifier ran or loaded toolchain files the oracle made). When it is, either the oracle changes what it should
 not, or the task's work is to change those files (a package to fix, a tool to install): the
 check fails and prints the ``[verifier] agent_may_modify = [...]`` line that declares the
 latter (``may_modify_proposal``), to paste into task.toml after a look at it.
 
 Trials go through :func:`termcredit.harness.run.run` (one run per agent and instance, trials
 concurrent inside it), so a check runs exactly what ``termcredit run`` runs; the run folders
-stay in the output folder for a look at what failed.
+stay in the output folder for a look at what failed. The outcome of each trial comes from the
+run's summary (reward, error, suspect flag) and the verifier's small ``resources.json``; the
+trial's trajectory is read only for a suspect trial, to list the files that made it suspect.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .audit import propose_may_modify
-from .model import Task, TaskError, load_task
+from ..tasks.audit import propose_may_modify
+from ..tasks.model import Task, TaskError, load_task
+from ..trialdir import TrialPaths, load_trajectory
 
 DEFAULT_INSTANCES = (0, 1)
 
@@ -135,7 +138,7 @@ def oracle_steps(task_dir: Path) -> int | None:
 def _build_all(client: Any, checks: list[TaskCheck], base: str, image_map: Any,
                concurrency: int, force: bool) -> None:
     from ..sandbox import ImageBuildError
-    from .build import build_image
+    from ..tasks.build import build_image
 
     def one(check: TaskCheck, instance: int) -> tuple[TaskCheck, float, bool, str | None]:
         built: list[str] = []
@@ -168,29 +171,27 @@ def may_modify_proposal(task: Task | None, hits: Iterable[dict[str, str]]) -> st
     return "agent_may_modify = [" + ", ".join(items) + "]"  # one line, to paste
 
 
-def _suspect_files(verifier: dict[str, Any]) -> list[dict[str, str]]:
-    files = verifier.get("suspect_files")
+def _suspect_files(trial_dir: Path) -> list[dict[str, str]]:
+    """The audit hits of a trial the run flagged suspect, from its trajectory's verifier report
+    (a suspect flag without listed files still counts: tampering alone makes a trial suspect)."""
+    paths = TrialPaths(trial_dir)
+    traj = load_trajectory(paths.root) if paths.is_trial() else None
+    files = traj.verifier.suspect_files if traj is not None and traj.verifier else []
     hits = [{"path": str(f.get("path", "")), "reason": str(f.get("reason", ""))}
-            for f in files if isinstance(f, dict)] if isinstance(files, list) else []
-    if verifier.get("suspect") is True and not hits:
-        hits = [{"path": "", "reason": "suspect, no files listed"}]
-    return hits
+            for f in files if isinstance(f, dict)]
+    return hits or [{"path": "", "reason": "suspect, no files listed"}]
 
 
 def _trial_outcome(trial: dict[str, Any],
                    ) -> tuple[float, str | None, list[str] | None, list[dict[str, str]]]:
-    """(reward, error, cleaned verifier resources, audit hits) of one trial of a run's
-    result.json."""
-    resources, suspect = None, []
-    traj = Path(trial["trial_dir"]) / "trajectory.json"
-    if traj.is_file():
-        verifier = json.loads(traj.read_text()).get("verifier") or {}
-        resources = verifier.get("resources")
-        suspect = _suspect_files(verifier)
-    if resources is None:
-        res_file = Path(trial["trial_dir"]) / "verifier" / "resources.json"
-        if res_file.is_file():
-            resources = json.loads(res_file.read_text()).get("cleaned")
+    """(reward, error, cleaned verifier resources, audit hits) of one trial of the summary
+    ``run()`` returned. The resources come from ``verifier/resources.json`` (None when the
+    verifier did not run); the hits are read back only when the summary says suspect."""
+    paths = TrialPaths(trial["trial_dir"])
+    resources = None
+    if paths.resources.is_file():
+        resources = json.loads(paths.resources.read_text()).get("cleaned")
+    suspect = _suspect_files(paths.root) if trial.get("suspect") is True else []
     return float(trial["reward"]), trial.get("error"), resources, suspect
 
 
