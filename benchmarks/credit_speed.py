@@ -3,8 +3,9 @@
 Stages, timed side by side in one run (median of --repeats):
   parse    parse_session over the trial's whole traced-shell session -> per-step accesses
   facts    EpisodeFacts from the trajectory (accesses, content-check states, resources)
-  analyse  ownership + stdout reuse + graph + credit + token-weighted step weights
-Last line: `RESULT ms_per_trajectory=<parse + facts + analyse>`. Goal: <= 20 ms.
+  weights  ownership + stdout reuse + credit + token-weighted step weights (the training
+           path: no graph is drawn)
+Last line: `RESULT ms_per_trajectory=<parse + facts + weights>`. Goal: <= 20 ms.
 
 Usage: .venv/bin/python benchmarks/credit_speed.py [--repeats 20]
 """
@@ -16,10 +17,10 @@ import statistics
 import time
 from pathlib import Path
 
-from termcredit.depgpo import analyse
-from termcredit.depgpo.load import facts_from_trajectory, load_trajectory, trial_session_text
-from termcredit.harness.observe import to_accesses
+from termcredit.depgpo import analyse, depgpo_step_weights
+from termcredit.depgpo.load import facts_from_trajectory
 from termcredit.tracer import parse_session
+from termcredit.trialdir import TrialPaths, load_trajectory
 
 TRIAL = Path(__file__).with_name("data") / "trial-50"
 
@@ -28,25 +29,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=20)
     args = ap.parse_args()
-    text = trial_session_text(TRIAL)
+    text = TrialPaths(TRIAL).session_trace_text()
     traj = load_trajectory(TRIAL)
-    times: dict[str, list[float]] = {"parse": [], "facts": [], "analyse": []}
+    times: dict[str, list[float]] = {"parse": [], "facts": [], "weights": []}
     for _ in range(args.repeats + 1):
         t0 = time.perf_counter()
         session = parse_session(text)
         for step in traj.steps:  # accesses from the raw trace, as the harness derives them
-            step.command.accesses = to_accesses(session.commands[step.command.seq].summary)
+            step.command.accesses = session.commands[step.command.seq].summary
         t1 = time.perf_counter()
         facts = facts_from_trajectory(traj)
         t2 = time.perf_counter()
-        res = analyse(facts)
+        weights = depgpo_step_weights(facts)
         t3 = time.perf_counter()
         for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2)):
             times[key].append(dt * 1000)
     med = {k: statistics.median(v[1:]) for k, v in times.items()}  # first run warms caches
     total = sum(med.values())
+    res = analyse(facts)  # the graph the CLI draws, for its size only
     print(f"{len(traj.steps)} commands, {text.count(chr(10))} trace lines, "
-          f"{res.graph.graph.number_of_nodes()} graph nodes, fallback {res.weights.fallback}")
+          f"{res.graph.graph.number_of_nodes()} graph nodes, fallback {weights.fallback}")
     for k, v in med.items():
         print(f"{k:8s} {v:7.2f} ms  ({v / total:5.1%})")
     print(f"RESULT ms_per_trajectory={total:.2f}")

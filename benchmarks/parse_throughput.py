@@ -14,8 +14,8 @@ import argparse
 import time
 from pathlib import Path
 
-from termcredit.depgpo.load import trial_session_text
 from termcredit.tracer import parse_session
+from termcredit.trialdir import TrialPaths
 
 TRIAL = Path(__file__).with_name("data") / "trial-50"
 
@@ -33,7 +33,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=10)
     args = ap.parse_args()
-    text = trial_session_text(TRIAL)
+    text = TrialPaths(TRIAL).session_trace_text()
     lines = text.count("\n")
     session = parse_session(text)
     n_cmds = len(session.commands)

@@ -14,24 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .tracer import AccessSets, AccessSummary
+
 T = TypeVar("T")
-
-
-@dataclass
-class Accesses:
-    """What one command did to task files (environment layer apart), from the tracer."""
-
-    read: list[str] = field(default_factory=list)  # needed the pre-command version
-    written: list[str] = field(default_factory=list)  # new content (or entry) at the end
-    deleted: list[str] = field(default_factory=list)
-    temporary: list[str] = field(default_factory=list)  # created and removed inside
-    executed: list[str] = field(default_factory=list)
-    listed: list[str] = field(default_factory=list)  # directories listed
-    probed: list[str] = field(default_factory=list)  # looked up while missing
-    meta: list[str] = field(default_factory=list)  # metadata changed (chmod, touch)
-    derived_from: dict[str, str] = field(default_factory=dict)  # written -> continued path
-    env_read: list[str] = field(default_factory=list)  # environment-layer reads, kept apart
-    env_written: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -50,7 +35,9 @@ class CommandRecord:
     seq: int = 0
     trace: str = ""  # raw strace lines from start marker to end marker (not serialised)
     trace_file: str | None = None  # relative to the trial dir, once written
-    accesses: Accesses | None = None  # from the tracer
+    # what the command did to task files, the tracer's summary as is (environment layer
+    # apart, in ``accesses.environment``); None: not traced
+    accesses: AccessSummary | None = None
     files: list["FileState"] = field(default_factory=list)  # content check after the command
     end_token: str = ""  # the secret of this command's end marker (markers without it are forged)
     integrity: list[str] = field(default_factory=list)  # tampering seen in this step's trace
@@ -58,9 +45,6 @@ class CommandRecord:
     # export, array, function, alias, option) or "unset:"; None: not reported
     shell: dict[str, str] | None = None
     cwd: str | None = None  # the shell's working directory after the command (None: unknown)
-
-
-ShellResult = CommandRecord
 
 
 @dataclass
@@ -184,9 +168,39 @@ def step_token_counts(traj: Trajectory) -> list[int]:
 # in-memory only: raw traces live in trace/, file contents in content/<sha256>
 _SKIP = {("CommandRecord", "trace"), ("FileState", "content")}
 
+# A command's accesses in trajectory.json: the task-level sets as sorted lists, what each
+# written path continues as a sorted map, and the environment layer's reads and writes as
+# ``env_read``/``env_written``. The summary's other parts (stat lookups, the O_CREAT reads
+# the tracer could not decide, the rest of the environment layer, the event count) are
+# in-memory only, like the raw trace they come from.
+_ACCESS_SETS = ("read", "written", "deleted", "temporary", "executed", "listed", "probed", "meta")
+_ENV_SETS = (("env_read", "read"), ("env_written", "written"))
+
+
+def accesses_to_json(acc: AccessSets) -> dict[str, Any]:
+    out: dict[str, Any] = {k: sorted(getattr(acc, k)) for k in _ACCESS_SETS}
+    out["derived_from"] = dict(sorted(acc.derived_from.items()))
+    env = acc.environment if isinstance(acc, AccessSummary) else AccessSets()
+    for key, name in _ENV_SETS:
+        out[key] = sorted(getattr(env, name))
+    return out
+
+
+def accesses_from_json(data: dict[str, Any]) -> AccessSummary:
+    acc = AccessSummary()
+    for k in _ACCESS_SETS:
+        setattr(acc, k, set(data.get(k) or ()))
+    acc.derived_from = dict(data.get("derived_from") or {})
+    for key, name in _ENV_SETS:
+        setattr(acc.environment, name, set(data.get(key) or ()))
+    return acc
+
 
 def to_dict(obj: Any) -> Any:
-    """Dataclass -> JSON-able dict (drops in-memory-only fields such as raw traces)."""
+    """Dataclass -> JSON-able dict (drops in-memory-only fields such as raw traces; sets
+    become sorted lists)."""
+    if isinstance(obj, AccessSets):
+        return accesses_to_json(obj)
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         name = type(obj).__name__
         return {
@@ -198,11 +212,14 @@ def to_dict(obj: Any) -> Any:
         return [to_dict(x) for x in obj]
     if isinstance(obj, dict):
         return {k: to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (set, frozenset)):
+        return sorted(to_dict(x) for x in obj)
     return obj
 
 
 def from_dict(cls: type[T], data: Any) -> T:
-    """Inverse of ``to_dict`` for the dataclasses of this module (nested, lists, optionals)."""
+    """Inverse of ``to_dict`` for the dataclasses of this module (nested, lists, sets,
+    optionals, the tracer's access summary)."""
     return _build(cls, data)
 
 
@@ -213,9 +230,11 @@ def _build(tp: Any, data: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         return _build(args[0], data) if len(args) == 1 else data
-    if origin is list:
+    if origin in (list, set, frozenset):
         (inner,) = typing.get_args(tp) or (Any,)
-        return [_build(inner, x) for x in data]
+        return origin(_build(inner, x) for x in data)
+    if isinstance(tp, type) and issubclass(tp, AccessSets):
+        return accesses_from_json(data)
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp)
         known = {f.name for f in dataclasses.fields(tp)}

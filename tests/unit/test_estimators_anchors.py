@@ -9,13 +9,13 @@ import pytest
 
 from termcredit import estimators
 from termcredit.baselines.anchors import anchor_keys
-from termcredit.records import (Accesses, CommandRecord, FileState, Step, Trajectory,
-                                VerifierReport)
+from termcredit.records import CommandRecord, FileState, Step, Trajectory, VerifierReport
+from termcredit.tracer import AccessSummary
 
 
 def rec(command: str, *, files=(), deleted=(), cwd="/app") -> CommandRecord:
     return CommandRecord(command=command, stdout="", stderr="", exit_code=0, duration_s=0.0,
-                         accesses=Accesses(deleted=list(deleted)), files=list(files), cwd=cwd)
+                         accesses=AccessSummary(deleted=set(deleted)), files=list(files), cwd=cwd)
 
 
 ECHO = rec("echo 42 > /app/answer", files=[FileState("/app/answer", "file", 3, "a" * 64)])

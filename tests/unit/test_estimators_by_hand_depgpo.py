@@ -24,8 +24,9 @@ import math
 import pytest
 
 from termcredit import estimators
-from termcredit.records import (Accesses, CommandRecord, FileState, Step, TokenLayout, Trajectory,
+from termcredit.records import (CommandRecord, FileState, Step, TokenLayout, Trajectory,
                                 VerifierReport)
+from termcredit.tracer import AccessSummary
 
 R2 = math.sqrt(2.0)
 INSTRUCTION = "Find the code in /app/input.txt and write it to /app/answer.txt."
@@ -41,8 +42,9 @@ def step(i: int, command: str, *, read: tuple[str, ...] = (), write: dict[str, s
     write = write or {}
     files = [FileState(path=p, kind="file", size=len(t), sha256=_sha(t), text=True, content=t)
              for p, t in write.items()]
+    acc = AccessSummary(read=set(read), written=set(write))
     rec = CommandRecord(command=command, stdout=stdout, stderr="", exit_code=0, duration_s=0.0,
-                        seq=i, accesses=Accesses(read=list(read), written=list(write)), files=files)
+                        seq=i, accesses=acc, files=files)
     return Step(index=i, action=command, command=rec)
 
 

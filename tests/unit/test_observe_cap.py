@@ -24,11 +24,11 @@ def test_over_the_cap_steps_keep_their_segment_and_the_episode_is_told(monkeypat
     rec = CommandRecord(command="echo x > /w/out", stdout="", stderr="", exit_code=0,
                         duration_s=0.1, seq=1, trace=SEGMENT)
     obs.after_step(rec)
-    assert rec.accesses is not None and rec.accesses.written == ["/w/out"]
+    assert rec.accesses is not None and rec.accesses.written == {"/w/out"}
     monkeypatch.setattr(observe, "SESSION_PARSE_CAP", len(SEGMENT) - 1)
     reasons = obs.finalize([rec], SEGMENT)
     assert reasons == [f"session trace of 0 MiB not parsed as a whole (cap 0 MiB): "
                        "per-step accesses only"]
-    assert rec.accesses.written == ["/w/out"]
+    assert rec.accesses.written == {"/w/out"}
     monkeypatch.setattr(observe, "SESSION_PARSE_CAP", len(SEGMENT))
     assert obs.finalize([rec], SEGMENT) == []  # at the cap: parsed as a whole, nothing to say

@@ -17,8 +17,9 @@ import pytest
 from termcredit.bench import view as view_mod
 from termcredit.bench.view import build_view, find_trial_dirs, line_chart
 from termcredit.bench.view_cli import add_view_parser, site_server
-from termcredit.records import (Accesses, CommandRecord, FileState, Step, Trajectory,
-                                TrialResult, VerifierReport, save_json)
+from termcredit.records import (CommandRecord, FileState, Step, Trajectory, TrialResult,
+                                VerifierReport, save_json)
+from termcredit.tracer import AccessSummary
 
 EVIL = "<script>alert('x')</script>"
 
@@ -34,11 +35,11 @@ def _traced_trial(d: Path, *, reward: float = 1.0) -> None:
     (d / "content" / _sha(content)).write_text(content)
     w = CommandRecord(command=f"echo \"{EVIL}\"; echo 'Hello, world!' > /app/hello.txt",
                       stdout=EVIL + "\n", stderr="", exit_code=0, duration_s=0.05, seq=0,
-                      accesses=Accesses(written=["/app/hello.txt"]),
+                      accesses=AccessSummary(written={"/app/hello.txt"}),
                       files=[FileState(path="/app/hello.txt", kind="file", size=len(content),
                                        sha256=_sha(content), mode=0o644, text=True)])
     r = CommandRecord(command="cat /app/hello.txt", stdout=content, stderr="", exit_code=0,
-                      duration_s=0.01, seq=1, accesses=Accesses(read=["/app/hello.txt"]))
+                      duration_s=0.01, seq=1, accesses=AccessSummary(read={"/app/hello.txt"}))
     traj = Trajectory(
         task="hello-world", instruction="Write <b>Hello</b> & friends to /app/hello.txt",
         agent="replay", termination="done", trial_dir=str(d),

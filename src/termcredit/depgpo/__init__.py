@@ -1,18 +1,21 @@
 """DepGPO: credit from what commands really did, spread over the steps of a trajectory.
 
 Pipeline (each stage a pure function of the previous one's dataclass):
-``EpisodeFacts`` -> ``build_graph`` (ownership + stdout reuse + NetworkX graph) ->
-``assign_credit`` (per command) -> per-step sums -> ``step_weights`` (per step f_t, w_t).
-The group-relative outcome decides the sign; execution dependency decides the spread.
+``EpisodeFacts`` -> ``dependencies`` (ownership + stdout reuse + cwd and shell-state links,
+plain Python) -> ``assign_credit`` (per command) -> per-step sums -> ``step_weights`` (per
+step f_t, w_t). The group-relative outcome decides the sign; execution dependency decides
+the spread. Training stops there (``depgpo_step_weights``); ``analyse`` also draws the
+dependencies as an annotated NetworkX graph (``graph.json``, ``termcredit graph``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .advantage import Weights, step_advantages, step_weights
+from .advantage import CreditWeights, step_weights
 from .credit import CreditResult, DepGPOConfig, assign_credit
-from .facts import CommandFacts, EpisodeFacts, Version
+from .deps import DepBuilder, Dependencies, dependencies
+from .facts import CommandFacts, EpisodeFacts, text_of
 from .graph import (
     DepGraph,
     GraphBuilder,
@@ -26,16 +29,18 @@ from .ownership import (
     WHOLE_FILE,
     CommandEffects,
     FileVersion,
+    LineRecord,
     OwnershipTracker,
-    Record,
     ResourceWrite,
-    track,
+    track_ownership,
 )
 from .stdout_reuse import ReuseConfig, StdoutReuse, extract_values, stdout_sources
 
 
 @dataclass(frozen=True)
 class StepWeights:
+    """One trajectory's per-step credit and weights (A_t = Â · w_t)."""
+
     steps: tuple[int, ...]  # step indices, ascending
     credit: tuple[float | None, ...]  # C_t: sum over the step's commands; None: untraced
     f: tuple[float, ...]  # min-max weight, mean 1 over traced steps
@@ -45,9 +50,6 @@ class StepWeights:
     fallback: str | None  # reason GRPO unit weights were used, or None
     relevant: frozenset[int]  # steps with a command on a path to the verified result
 
-    def advantages(self, adv_hat: float) -> list[float]:
-        return step_advantages(adv_hat, self.w)
-
 
 @dataclass
 class Analysis:
@@ -56,12 +58,14 @@ class Analysis:
     weights: StepWeights  # per step
 
 
-def _steps(facts: EpisodeFacts, credit: CreditResult) -> tuple[list[int], list, list, list]:
+def _per_step(facts: EpisodeFacts, deps: Dependencies, credit: CreditResult,
+              cfg: DepGPOConfig) -> StepWeights:
     order: dict[int, list[int]] = {}
     for c, cmd in enumerate(facts.commands):
         order.setdefault(cmd.index, []).append(c)
     steps = sorted(order)
-    step_credit, n_tok, labels = [], [], []
+    step_credit: list[float | None] = []
+    n_tok, labels = [], []
     for s in steps:
         cs = order[s]
         traced = [credit.credit[c] for c in cs if credit.credit[c] is not None]
@@ -71,32 +75,35 @@ def _steps(facts: EpisodeFacts, credit: CreditResult) -> tuple[list[int], list, 
         for c in cs:
             seen.update(dict.fromkeys(credit.classes[c]))
         labels.append(tuple(seen))
-    return steps, step_credit, n_tok, labels
+    wts = step_weights(step_credit, n_tok, has_resources=bool(deps.resources),
+                       subtract_min=cfg.subtract_min)
+    rel_steps = frozenset(facts.commands[c].index for c in credit.relevant)
+    return StepWeights(tuple(steps), tuple(step_credit), wts.f, wts.w, tuple(n_tok),
+                       tuple(labels), wts.fallback, rel_steps)
 
 
 def analyse(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig()) -> Analysis:
+    """Credit, step weights and the annotated dependency graph of one trajectory."""
     dg = build_graph(facts, diff_rewrites=cfg.diff_rewrites, reuse=cfg.reuse)
     cr = assign_credit(dg, cfg)
-    steps, step_credit, n_tok, labels = _steps(facts, cr)
-    wts = step_weights(step_credit, n_tok, has_resources=bool(dg.resources),
-                       subtract_min=cfg.subtract_min)
-    rel_steps = frozenset(facts.commands[c].index for c in cr.relevant)
-    sw = StepWeights(tuple(steps), tuple(step_credit), wts.f, wts.w, tuple(n_tok),
-                     tuple(labels), wts.fallback, rel_steps)
-    annotate(dg.graph, cr.credit, cr.classes, dict(zip(steps, wts.w)))
+    sw = _per_step(facts, dg, cr, cfg)
+    annotate(dg.graph, cr.credit, cr.classes, dict(zip(sw.steps, sw.w)))
     add_verifier_edges(dg.graph, cr.deps)
     return Analysis(dg, cr, sw)
 
 
 def depgpo_step_weights(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig()) -> StepWeights:
-    """Per-step credit, weights and classes of one trajectory (see ``analyse`` for the graph)."""
-    return analyse(facts, cfg).weights
+    """Per-step credit, weights and classes of one trajectory, as ``analyse(...).weights``
+    but without drawing the graph (the training path)."""
+    deps = dependencies(facts, diff_rewrites=cfg.diff_rewrites, reuse=cfg.reuse)
+    return _per_step(facts, deps, assign_credit(deps, cfg), cfg)
 
 
 __all__ = [
-    "WHOLE_FILE", "Analysis", "CommandEffects", "CommandFacts", "CreditResult", "DepGPOConfig",
-    "DepGraph", "EpisodeFacts", "FileVersion", "GraphBuilder", "OwnershipTracker", "Record",
-    "ResourceWrite", "ReuseConfig", "StdoutReuse", "StepWeights", "Version", "Weights", "analyse",
-    "annotate", "assign_credit", "build_graph", "depgpo_step_weights", "extract_values",
-    "from_json", "stdout_sources", "step_advantages", "step_weights", "to_json", "track",
+    "WHOLE_FILE", "Analysis", "CommandEffects", "CommandFacts", "CreditResult", "CreditWeights",
+    "DepBuilder", "DepGPOConfig", "DepGraph", "Dependencies", "EpisodeFacts", "FileVersion",
+    "GraphBuilder", "LineRecord", "OwnershipTracker", "ResourceWrite", "ReuseConfig",
+    "StdoutReuse", "StepWeights", "analyse", "annotate", "assign_credit", "build_graph",
+    "dependencies", "depgpo_step_weights", "extract_values", "from_json", "step_weights",
+    "stdout_sources", "text_of", "to_json", "track_ownership",
 ]

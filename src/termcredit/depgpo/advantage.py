@@ -1,4 +1,4 @@
-"""Step weights and advantages from step credits (algorithms.md §4.4).
+"""Step weights from step credits: how a trajectory's advantage is spread over its steps.
 
 Over the K traced steps of a trajectory
 
@@ -27,19 +27,22 @@ TIE_RTOL = 1e-12
 
 
 @dataclass(frozen=True)
-class Weights:
+class CreditWeights:
+    """What ``step_weights`` makes of a trajectory's step credits (``StepWeights`` adds the
+    credits, classes and token counts they came from)."""
+
     f: tuple[float, ...]  # mean 1 over traced steps
     w: tuple[float, ...]  # token-normalised: Σ n_t w_t = Σ n_t
     fallback: str | None  # why GRPO unit weights were used, or None
 
 
-def _unit(k: int, reason: str) -> Weights:
+def _unit(k: int, reason: str) -> CreditWeights:
     ones = (1.0,) * k
-    return Weights(ones, ones, reason)
+    return CreditWeights(ones, ones, reason)
 
 
 def step_weights(credits: Sequence[float | None], n_tokens: Sequence[int], *,
-                 has_resources: bool = True, subtract_min: bool = True) -> Weights:
+                 has_resources: bool = True, subtract_min: bool = True) -> CreditWeights:
     """``credits[t]`` is C_t, or None for an untraced step; ``n_tokens[t]`` its loss tokens."""
     k = len(credits)
     if len(n_tokens) != k:
@@ -67,10 +70,5 @@ def step_weights(credits: Sequence[float | None], n_tokens: Sequence[int], *,
     if not (total_n > 0 and weighted > 0):
         return _unit(k, "zero-denominator")
     scale = total_n / weighted
-    return Weights(f, tuple(x * scale for x in f), None)
+    return CreditWeights(f, tuple(x * scale for x in f), None)
 
-
-def step_advantages(adv_hat: float, weights: Weights | Sequence[float]) -> list[float]:
-    """A_{i,t} = Â_i · w_t for each step (broadcast to the step's loss tokens)."""
-    w = weights.w if isinstance(weights, Weights) else weights
-    return [adv_hat * x for x in w]

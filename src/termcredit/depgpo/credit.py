@@ -1,4 +1,4 @@
-"""Credit per command (algorithms.md §4.3): walk back from the verifier's resources.
+"""Credit per command: walk back from the verifier's resources over the dependencies.
 
 * **Direct** records of c: lines c introduced that sit, still owned by c, in the final version
   of a verifier-inspected file (E). Ownership is by record identity, so a line that moved by a
@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from .graph import DepGraph
-from .ownership import REWRITE_MODES, Record
+from .deps import Dependencies
+from .ownership import REWRITE_MODES, LineRecord
 from .stdout_reuse import ReuseConfig
 
 
@@ -96,7 +96,7 @@ def _reach(succ: list[set[int]], start: int) -> dict[int, int]:
     return dist
 
 
-def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditResult:
+def assign_credit(dg: Dependencies, cfg: DepGPOConfig = DepGPOConfig()) -> CreditResult:
     effects, tracker, E = dg.effects, dg.tracker, dg.resources
     n = len(effects)
     e_anc = {a for p in E for a in ancestors(p)}
@@ -110,7 +110,7 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             return v is not None and v.kind == "deleted" and v.writer == c
         return c in final_res.get(path, ())
 
-    direct: dict[int, set[Record]] = {}
+    direct: dict[int, set[LineRecord]] = {}
     for p in E:
         v = tracker.current.get(p)
         if v is not None and v.live:
@@ -136,7 +136,7 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
     shell_set = dg.shell_set or [set() for _ in range(n)]
     names_used_by: dict[int, set[tuple[str, int]]] = {}  # setter -> (name, relevant user)
     relevant = set(direct) | {c for c, _ in rel_res}
-    indirect: dict[int, set[Record]] = {}
+    indirect: dict[int, set[LineRecord]] = {}
     queue = deque(sorted(relevant))
     expanded: set[int] = set()  # id() of versions whose records were credited in full
     # a command's outputs: paths it wrote, and shell names it set (a value computed from reads)
@@ -157,7 +157,7 @@ def assign_credit(dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()) -> CreditRes
             v, mine = rd.version, e.versions.get(rd.path)
             if mine is None or not mine.live:  # deleting what it read overwrites nothing
                 if id(v) in expanded:
-                    recs: tuple[Record, ...] | list[Record] = ()
+                    recs: tuple[LineRecord, ...] | list[LineRecord] = ()
                 else:
                     expanded.add(id(v))
                     recs = v.records

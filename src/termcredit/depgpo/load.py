@@ -1,52 +1,40 @@
-"""EpisodeFacts from a trajectory (in memory, or a trial directory written by `termcredit run`)."""
+"""EpisodeFacts from a trajectory (in memory, or a trial directory written by `termcredit run`).
+
+The facts point at the trajectory's records: each command's access summary as the tracer made
+it, and its content-check states, whose text (kept out of the trajectory's JSON) is brought
+back from the trial directory's content store when the state has none in memory.
+"""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from ..records import Trajectory, load_json, step_token_counts
+from ..records import FileState, Trajectory, step_token_counts
 from ..tracer import parse_session
-from .facts import CommandFacts, EpisodeFacts, Version
+from ..trialdir import TrialError, TrialPaths, load_trajectory
+from .facts import CommandFacts, EpisodeFacts
+
+__all__ = ["TrialError", "facts_from_trajectory", "load_trajectory"]
 
 
-class TrialError(ValueError):
-    pass
-
-
-def load_trajectory(trial_dir: str | Path) -> Trajectory:
-    path = Path(trial_dir) / "trajectory.json"
-    if not path.is_file():
-        raise TrialError(f"{path}: missing (is {trial_dir} a trial directory written by "
-                         "`termcredit run`?)")
-    traj = load_json(Trajectory, path)
-    traj.trial_dir = str(Path(trial_dir))
-    return traj
-
-
-def trial_session_text(trial_dir: str | Path) -> str:
-    """The agent shell's whole trace as written by a trial: start-up, then each step in order."""
-    trace = Path(trial_dir) / "trace"
-    steps = sorted(trace.glob("step-*.strace"))
-    return "".join(p.read_text() for p in [trace / "shell-start.strace", *steps])
-
-
-def _text(content_dir: Path | None, sha: str | None, in_memory: str | None) -> str | None:
-    if in_memory is not None:
-        return in_memory
-    if content_dir is None or not sha:
-        return None
-    path = content_dir / sha
-    return path.read_text() if path.is_file() else None
+def _load_text(paths: TrialPaths | None, states: list[FileState]) -> None:
+    """Fill ``content`` of text states from the trial's content store, where it is missing."""
+    if paths is None:
+        return
+    for f in states:
+        if f.text and f.content is None and f.sha256:
+            path = paths.content(f.sha256)
+            if path.is_file():
+                f.content = path.read_text()
 
 
 def _cwd_facts(traj: Trajectory) -> dict[int, tuple[str | None, str | None, set[str]]]:
     """SEQ -> (shell cwd before, after, cwds relative paths were resolved in), from the agent
     session's trace (the trial directory's, else the steps' in-memory segments)."""
     text = ""
-    if traj.trial_dir and (Path(traj.trial_dir) / "trace").is_dir():
+    if traj.trial_dir and TrialPaths(traj.trial_dir).trace_dir.is_dir():
         try:
-            text = trial_session_text(traj.trial_dir)
+            text = TrialPaths(traj.trial_dir).session_trace_text()
         except OSError:
             text = ""
     if not text:
@@ -57,12 +45,11 @@ def _cwd_facts(traj: Trajectory) -> dict[int, tuple[str | None, str | None, set[
     return {seq: (c.cwd_start, c.cwd_end, set(c.cwd_used)) for seq, c in session.commands.items()}
 
 
-def _verifier_listed(traj: Trajectory) -> list[str]:
-    if not traj.trial_dir:
+def _verifier_listed(paths: TrialPaths | None) -> list[str]:
+    if paths is None:
         return []
-    path = Path(traj.trial_dir) / "verifier" / "resources.json"
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(paths.resources.read_text())
     except (OSError, ValueError):
         return []
     listed = data.get("listed", []) if isinstance(data, dict) else []
@@ -70,7 +57,7 @@ def _verifier_listed(traj: Trajectory) -> list[str]:
 
 
 def facts_from_trajectory(traj: Trajectory) -> EpisodeFacts:
-    content_dir = Path(traj.trial_dir) / "content" if traj.trial_dir else None
+    paths = TrialPaths(traj.trial_dir) if traj.trial_dir else None
     cwds = _cwd_facts(traj)
     counts = step_token_counts(traj)
     commands = []
@@ -80,21 +67,14 @@ def facts_from_trajectory(traj: Trajectory) -> EpisodeFacts:
             commands.append(CommandFacts(index=step.index, command=step.action, traced=False,
                                          n_tokens=n_tok))
             continue
-        acc = rec.accesses
-        after = {f.path: Version(path=f.path, kind=f.kind, sha256=f.sha256,
-                                 text=_text(content_dir, f.sha256, f.content) if f.text else None)
-                 for f in rec.files}
+        _load_text(paths, rec.files)
+        before, end, used = cwds.get(rec.seq, (None, None, set()))
         commands.append(CommandFacts(
             index=step.index, command=rec.command, exit_code=rec.exit_code, stdout=rec.stdout,
-            read=set(acc.read), listed=set(acc.listed), written=set(acc.written),
-            deleted=set(acc.deleted), meta=set(acc.meta), derived_from=dict(acc.derived_from),
-            after=after, n_tokens=n_tok, shell_set=dict(rec.shell or {}),
+            accesses=rec.accesses, after={f.path: f for f in rec.files}, n_tokens=n_tok,
+            cwd_before=before, cwd_after=end, cwd_used=used, shell_set=dict(rec.shell or {}),
             shell_reset=rec.shell_restarted,
         ))
-        if rec.seq in cwds:
-            before, end, used = cwds[rec.seq]
-            commands[-1].cwd_before, commands[-1].cwd_after, commands[-1].cwd_used = (
-                before, end, used)
     resources = traj.verifier.resources if traj.verifier else []
     return EpisodeFacts(instruction=traj.instruction, commands=commands, resources=resources,
-                        listed=_verifier_listed(traj))
+                        listed=_verifier_listed(paths))

@@ -1,11 +1,12 @@
-"""Line-level ownership of file contents over an episode (algorithms.md §4.1–4.2).
+"""Line-level ownership of file contents over an episode: which command wrote each line a
+file holds, version by version, so credit can tell whose lines the verifier inspected.
 
 Every path has a chain of versions. A command's write makes a new version only when the
-content hash changed (``touch``, a same-content rewrite: no version, no records). A *record*
-is one line a command introduced, identified by where it was born: ``(writer, path, line)``
-with the 1-based line number at write time, or ``line=WHOLE_FILE`` for a binary/oversized
-file, which is one record. Records keep their identity while they survive: a version stores,
-line by line, the record that owns each line.
+content hash changed (``touch``, a same-content rewrite: no version, no records). A *line
+record* (``LineRecord``) is one line a command introduced, identified by where it was born:
+``(writer, path, line)`` with the 1-based line number at write time, or ``line=WHOLE_FILE``
+for a binary/oversized file, which is one record. Records keep their identity while they
+survive: a version stores, line by line, the record that owns each line.
 
 * Previous text and new text both known: lines kept unchanged (``difflib.SequenceMatcher``
   on line lists, ``autojunk`` off, after trimming the common prefix/suffix) keep their
@@ -39,13 +40,14 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .facts import CommandFacts, Version
+from ..records import FileState
+from .facts import CommandFacts, text_of
 
 WHOLE_FILE = 0
 REWRITE_MODES = ("if-read", "always", "never")
 
 
-class Record(NamedTuple):
+class LineRecord(NamedTuple):
     writer: int  # command ordinal (position in EpisodeFacts.commands)
     path: str  # path it was written to
     line: int  # 1-based line at write time; WHOLE_FILE for an opaque file
@@ -58,7 +60,7 @@ class FileVersion:
     kind: str  # content | deleted | dir | symlink | other
     sha256: str | None
     writer: int | None  # None: the pre-episode state (v == 0)
-    records: tuple[Record, ...] = ()  # owner of each line, in order
+    records: tuple[LineRecord, ...] = ()  # owner of each line, in order
     lines: tuple[str, ...] | None = None  # text lines when known
     source: FileVersion | None = None  # for derived versions and tombstones
     how: str | None = None  # append | in-place | rename | link | tombstone | None (scratch)
@@ -89,7 +91,7 @@ class CommandEffects:
     cmd: int
     reads: list[Read] = field(default_factory=list)
     versions: dict[str, FileVersion] = field(default_factory=dict)  # new versions, by path
-    records: list[Record] = field(default_factory=list)  # records this command introduced
+    records: list[LineRecord] = field(default_factory=list)  # records this command introduced
     resources: list[ResourceWrite] = field(default_factory=list)
     noop: list[str] = field(default_factory=list)  # written, but content unchanged
 
@@ -109,8 +111,8 @@ def split_lines(text: str) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def inherit(old_lines: tuple[str, ...], old_recs: tuple[Record, ...],
-            new_lines: tuple[str, ...], writer: int, path: str) -> tuple[Record, ...]:
+def inherit(old_lines: tuple[str, ...], old_recs: tuple[LineRecord, ...],
+            new_lines: tuple[str, ...], writer: int, path: str) -> tuple[LineRecord, ...]:
     """Owners of ``new_lines``: unchanged lines keep their record, the rest are new."""
     n_old, n_new = len(old_lines), len(new_lines)
     i = 0
@@ -127,15 +129,15 @@ def inherit(old_lines: tuple[str, ...], old_recs: tuple[Record, ...],
             if tag == "equal":
                 out.extend(old_recs[i + i1:i + i2])
             else:
-                out.extend(Record(writer, path, i + j + 1) for j in range(j1, j2))
+                out.extend(LineRecord(writer, path, i + j + 1) for j in range(j1, j2))
     else:
-        out.extend(Record(writer, path, i + j + 1) for j in range(len(b)))
+        out.extend(LineRecord(writer, path, i + j + 1) for j in range(len(b)))
     out.extend(old_recs[n_old - k:])
     return tuple(out)
 
 
 def _make(path: str, v: int, kind: str, sha: str | None, writer: int | None,
-          records: tuple[Record, ...] = (), lines: tuple[str, ...] | None = None,
+          records: tuple[LineRecord, ...] = (), lines: tuple[str, ...] | None = None,
           source: FileVersion | None = None, how: str | None = None) -> FileVersion:
     return FileVersion(path, v, kind, sha, writer, records, lines, source, how,
                        frozenset(r.writer for r in records))
@@ -154,7 +156,7 @@ class OwnershipTracker:
         self.history: dict[str, list[FileVersion]] = {}
         self.res_owners: dict[str, dict[int, str]] = {}
         self.effects: list[CommandEffects] = []
-        self.records_by_cmd: dict[int, list[Record]] = {}
+        self.records_by_cmd: dict[int, list[LineRecord]] = {}
 
     # ------------------------------------------------------------------ queries
     def live(self, path: str) -> FileVersion | None:
@@ -168,13 +170,13 @@ class OwnershipTracker:
         i = bisect_right(keys, cmd - 1)
         return chain[i - 1] if i else None
 
-    def ownership_at(self, path: str, cmd: int) -> dict[Record, int]:
+    def ownership_at(self, path: str, cmd: int) -> dict[LineRecord, int]:
         """record -> owner for ``path`` right before command ``cmd`` (which writer's
         records a reader read)."""
         v = self.version_at(path, cmd)
         return {r: r.writer for r in v.records} if v is not None and v.live else {}
 
-    def final_ownership(self) -> dict[str, dict[Record, int]]:
+    def final_ownership(self) -> dict[str, dict[LineRecord, int]]:
         return {p: {r: r.writer for r in v.records}
                 for p, v in self.current.items() if v.live and v.records}
 
@@ -198,12 +200,13 @@ class OwnershipTracker:
         self.effects.append(eff)
         if not cmd.traced:
             return eff
-        for p in sorted(cmd.read):
+        acc = cmd.accesses
+        for p in sorted(acc.read):
             v = self._v0(p)
             if v.live:  # a read of a deleted path is a failed probe
                 eff.reads.append(Read(p, v, frozenset(self.res_owners.get(p, ()))))
-        gone = set(cmd.deleted)
-        for p in sorted(cmd.written):
+        gone = set(acc.deleted)
+        for p in sorted(acc.written):
             after = cmd.after.get(p)
             kind = after.kind if after is not None else "file"
             if kind == "missing":
@@ -224,7 +227,7 @@ class OwnershipTracker:
                 eff.versions[p] = _make(p, self._next(p), "deleted", None, c, source=prev,
                                         how="tombstone")
                 eff.resources.append(ResourceWrite(p, "delete"))
-        for p in sorted(cmd.meta - set(eff.versions) - gone):
+        for p in sorted(acc.meta - set(eff.versions) - gone):
             eff.resources.append(ResourceWrite(p, "meta"))
         # resource owners a rename/link carries over, as they were before this command
         pre_res = {v.source.path: dict(self.res_owners.get(v.source.path, {}))
@@ -232,30 +235,31 @@ class OwnershipTracker:
         self._commit(c, eff, pre_res)
         return eff
 
-    def _content(self, c: int, cmd: CommandFacts, p: str, after: Version | None,
+    def _content(self, c: int, cmd: CommandFacts, p: str, after: FileState | None,
                  eff: CommandEffects) -> None:
         prev = self.live(p)
         sha = after.sha256 if after is not None else None
         if prev is not None and prev.kind == "content" and sha is not None and prev.sha256 == sha:
             eff.noop.append(p)
             return
-        src = cmd.derived_from.get(p)
+        acc = cmd.accesses
+        src = acc.derived_from.get(p)
         if src is None:
             mode = self.diff_rewrites
-            diff = mode == "always" or (mode == "if-read" and p in cmd.read)
+            diff = mode == "always" or (mode == "if-read" and p in acc.read)
             base, how = (prev if diff else None), None
         elif src == p:
             base, how = prev, "in-place"
         else:
             base = self.live(src) or self._v0(src)  # pre-command state of the source
-            how = "rename" if src in cmd.deleted or src in cmd.written else "link"
-        text = after.text if after is not None else None
+            how = "rename" if src in acc.deleted or src in acc.written else "link"
+        text = text_of(after)
         if text is None:
-            lines, recs = None, (Record(c, p, WHOLE_FILE),)
+            lines, recs = None, (LineRecord(c, p, WHOLE_FILE),)
         else:
             lines = split_lines(text)
             if base is None or base.lines is None or base.kind != "content":
-                recs = tuple(Record(c, p, j + 1) for j in range(len(lines)))
+                recs = tuple(LineRecord(c, p, j + 1) for j in range(len(lines)))
             else:
                 recs = inherit(base.lines, base.records, lines, c, p)
                 if how == "in-place" and lines[:len(base.lines)] == base.lines:
@@ -288,8 +292,9 @@ class OwnershipTracker:
             self.records_by_cmd[c] = eff.records
 
 
-def track(commands: list[CommandFacts], *,
-          diff_rewrites: str | bool = "if-read") -> OwnershipTracker:
+
+def track_ownership(commands: list[CommandFacts], *,
+                    diff_rewrites: str | bool = "if-read") -> OwnershipTracker:
     """Ownership over a whole episode: ``.records_by_cmd``, ``.final_ownership()``,
     ``.ownership_at(path, cmd)``, ``.effects``."""
     t = OwnershipTracker(diff_rewrites=diff_rewrites)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..trialdir import TrialPaths, load_trajectory
 from . import Analysis, DepGPOConfig, analyse, to_json
-from .load import facts_from_trajectory, load_trajectory
+from .load import facts_from_trajectory
 
 
 def analyse_trial(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> Analysis:
@@ -50,6 +51,6 @@ def credit_report(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> 
 
 def write_graph_json(trial_dir: str | Path, res: Analysis | None = None) -> Path:
     res = res or analyse_trial(trial_dir)
-    path = Path(trial_dir) / "graph.json"
+    path = TrialPaths(trial_dir).graph
     path.write_text(to_json(res.graph.graph))
     return path

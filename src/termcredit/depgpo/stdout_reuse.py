@@ -1,6 +1,6 @@
 """Typed-value matcher: which earlier command's *stdout* does a command reuse?
 
-This is the only place DepGPO reads command text (algorithms.md §4.1 ``stdout_sources``).
+This is the only place DepGPO reads command text for values (``stdout_sources``).
 The tracer cannot see information that goes from a command's output through the agent's
 context into a later command line, so that one channel is matched on values:
 

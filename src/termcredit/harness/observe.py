@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..records import Accesses, CommandRecord, FileState
+from ..records import CommandRecord, FileState
 from ..tracer import AccessSummary, EnvironmentLayer, parse_session, summarize_segment
 
 CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ownership
@@ -22,17 +22,6 @@ CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ow
 # the sandbox); past this, steps keep the accesses of their own segment (background jobs'
 # late writes then go unattributed) so the harness's memory stays bounded per episode too.
 SESSION_PARSE_CAP = 96 << 20
-
-
-def to_accesses(summary: AccessSummary) -> Accesses:
-    return Accesses(
-        read=sorted(summary.read), written=sorted(summary.written),
-        deleted=sorted(summary.deleted), temporary=sorted(summary.temporary),
-        executed=sorted(summary.executed), listed=sorted(summary.listed),
-        probed=sorted(summary.probed), meta=sorted(summary.meta),
-        derived_from=dict(sorted(summary.derived_from.items())),
-        env_read=sorted(summary.environment.read), env_written=sorted(summary.environment.written),
-    )
 
 
 class StepObserver:
@@ -48,7 +37,7 @@ class StepObserver:
     def after_step(self, rec: CommandRecord) -> None:
         """Content check: hash what this command may have written, right after it ran."""
         seg = summarize_segment(rec.trace, self.env)
-        rec.accesses = to_accesses(seg)  # until finalize attributes background jobs exactly
+        rec.accesses = seg  # until finalize attributes background jobs exactly
         candidates = sorted(seg.written | seg.meta)
         if not candidates:
             return
@@ -83,7 +72,7 @@ class StepObserver:
         for rec in records:
             cmd = session.commands.get(rec.seq)
             if cmd is None:
-                rec.accesses = Accesses()
+                rec.accesses = AccessSummary()
                 continue
             summary = cmd.summary
             for path in sorted(summary.maybe_new & summary.read):
@@ -95,7 +84,7 @@ class StepObserver:
                 if not known:
                     summary.read.discard(path)
                     summary.derived_from.pop(path, None)
-            rec.accesses = to_accesses(summary)
+            rec.accesses = summary
             late = summary.written - {f.path for f in rec.files}
             if late:  # written after the step's snapshot (background jobs): their state now
                 rec.files = rec.files + self.shell.snapshot(sorted(late),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from ..records import CommandRecord
+from ..records import CommandRecord, accesses_to_json
 from ..sandbox import Sandbox, SandboxSpec
 from .observe import StepObserver
 
@@ -20,9 +20,7 @@ def step_report(rec: CommandRecord) -> dict[str, Any]:
     return {
         "command": rec.command, "exit_code": rec.exit_code, "stdout": rec.stdout,
         "stderr": rec.stderr, "duration_s": round(rec.duration_s, 4), "timed_out": rec.timed_out,
-        "read": acc.read, "written": acc.written, "deleted": acc.deleted,
-        "temporary": acc.temporary, "executed": acc.executed, "listed": acc.listed,
-        "probed": acc.probed, "meta": acc.meta, "derived_from": acc.derived_from,
+        **{k: v for k, v in accesses_to_json(acc).items() if not k.startswith("env_")},
         "new_content": {f.path: f.sha256 for f in rec.files if f.kind == "file"},
     }
 

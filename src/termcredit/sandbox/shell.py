@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..records import FileState, ShellResult
+from ..records import CommandRecord, FileState
 from ..tracer.protocol import marker_dir, strace_argv
 
 _HERE = Path(__file__).parent
@@ -241,7 +241,7 @@ class TracedShell:
                              + self.conn._stream.diag())
         self.started = True
 
-    def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> ShellResult:
+    def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> CommandRecord:
         self.seq += 1
         token = secrets.token_hex(8)
         out_max = output_cap + 3 * 4096 + 128
@@ -259,7 +259,7 @@ class TracedShell:
         _require(len(out) <= out_max and len(err) <= out_max, "output over its cap")
         trace_text = trace.decode("utf-8", "replace")
         self.session_trace.append(trace_text)
-        return ShellResult(
+        return CommandRecord(
             command=command, seq=self.seq,
             stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
             exit_code=h["exit_code"], duration_s=float(h["duration_s"]),

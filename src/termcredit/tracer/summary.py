@@ -1,4 +1,5 @@
-"""Per-command access summary from an ordered event list (tracing.md §4.2 step 6).
+"""Per-command access summary from an ordered event list: the last stage of trace parsing,
+after lines became events and events were attributed to the command that caused them.
 
 Rules, applied per path in event order:
 * First access: the command depends on the pre-command version only if its first access

@@ -7,7 +7,9 @@ from collections.abc import Iterable, Mapping
 
 from hypothesis import strategies as st
 
-from termcredit.depgpo.facts import CommandFacts, EpisodeFacts, Version
+from termcredit.depgpo.facts import CommandFacts, EpisodeFacts
+from termcredit.records import FileState
+from termcredit.tracer import AccessSets
 
 
 def sha(data: str | bytes) -> str:
@@ -21,26 +23,28 @@ def cmd(index: int, command: str = "", *, read: Iterable[str] = (),
         stdout: str = "", n_tokens: int = 1, traced: bool = True, exit_code: int = 0,
         missing_after: Iterable[str] = ()) -> CommandFacts:
     """``write``: path -> text (str) or binary content (bytes: sha only, no text)."""
-    after: dict[str, Version] = {}
+    after: dict[str, FileState] = {}
     written: set[str] = set()
     for p, data in (write or {}).items():
         written.add(p)
-        after[p] = Version(p, "file", sha(data), data if isinstance(data, str) else None)
+        text = isinstance(data, str)
+        after[p] = FileState(p, "file", sha256=sha(data), text=text,
+                             content=data if text else None)
     for p in dirs:
         written.add(p)
-        after[p] = Version(p, "dir", None, None)
+        after[p] = FileState(p, "dir")
     for p, target in (symlinks or {}).items():
         written.add(p)
-        after[p] = Version(p, "symlink", sha(target), None)
+        after[p] = FileState(p, "symlink", sha256=sha(target), target=target)
     for p in meta:
-        after.setdefault(p, Version(p, "file", None, None))
+        after.setdefault(p, FileState(p, "file"))
     for p in missing_after:
         written.discard(p)
         after.pop(p, None)
+    acc = AccessSets(read=set(read), listed=set(listed), written=written, deleted=set(deleted),
+                     meta=set(meta), derived_from=dict(derived or {}))
     return CommandFacts(index=index, command=command, exit_code=exit_code, stdout=stdout,
-                        read=set(read), listed=set(listed), written=written,
-                        deleted=set(deleted), meta=set(meta), derived_from=dict(derived or {}),
-                        after=after, n_tokens=n_tokens, traced=traced)
+                        accesses=acc, after=after, n_tokens=n_tokens, traced=traced)
 
 
 def untraced(index: int, command: str = "done", n_tokens: int = 1) -> CommandFacts:
@@ -54,7 +58,7 @@ def episode(*commands: CommandFacts, resources: Iterable[str] = (),
 
 
 def worked_example() -> EpisodeFacts:
-    """algorithms.md §4.3: read -> stage (stdout reuse) -> answer (reads stage)."""
+    """The reference's worked example: read -> stage (stdout reuse) -> answer (reads stage)."""
     return episode(
         cmd(0, "cat /app/input.txt", read=["/app/input.txt"], stdout="secret_code=90417\n"),
         cmd(1, "echo 90417 > /tmp/stage.txt", write={"/tmp/stage.txt": "90417\n"}),

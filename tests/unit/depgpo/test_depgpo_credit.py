@@ -1,4 +1,4 @@
-"""Credit per command on hand-built episodes (algorithms.md §4.3)."""
+"""Credit per command on hand-built episodes."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ A, B, C = "/w/a.txt", "/w/b.txt", "/w/c.txt"
 
 
 def seven() -> list:
-    """tracing.md §4.3: the prototype's 7-command sequence."""
+    """The tracing prototype's 7-command sequence."""
     return [
         cmd(0, "echo hello > a.txt", write={A: "hello\n"}),
         cmd(1, "cat a.txt | tr a-z A-Z > b.txt", read=[A], write={B: "HELLO\n"}),

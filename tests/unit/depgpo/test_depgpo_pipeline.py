@@ -17,7 +17,6 @@ def test_worked_example_step_weights():
     assert sw.f == pytest.approx((0.0, 1.5, 1.5)) and sw.w == pytest.approx((0.0, 1.5, 1.5))
     assert sw.fallback is None and sw.relevant == {1, 2}
     assert sw.classes == (("supporting-read",), ("indirect-write",), ("direct-write",))
-    assert sw.advantages(2.0) == pytest.approx([0.0, 3.0, 3.0])
 
 
 def test_no_subtract_min_config():

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tracer_testutil import FIXTURES
 
-from termcredit.depgpo.load import trial_session_text
 from termcredit.tracer import fast, parse_records, parse_session, summarize_segment
 from termcredit.tracer import decode as d
 from termcredit.tracer.events import HANDLERS, syscall_events
 from termcredit.tracer.lines import LineParser, Syscall, _fast_body
 from termcredit.tracer.procs import Process
+from termcredit.trialdir import TrialPaths
 
 TRIAL = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "trial-50"
 SESSION = Path("trial-50")  # the benchmark's whole 50-command session, see read()
@@ -28,7 +28,7 @@ SETTINGS = settings(
 
 def read(path: Path) -> str:
     if path == SESSION:
-        return trial_session_text(TRIAL)
+        return TrialPaths(TRIAL).session_trace_text()
     return path.read_text(encoding="ascii", errors="surrogateescape")
 
 
