@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv system docker base test bench task graph view clean distclean
+.PHONY: help setup venv system docker base test bench task graph view clean distclean browser
 
 help: ## list the targets
 	@echo "termcredit — make targets"
@@ -25,6 +25,9 @@ venv: $(STAMP) ## create .venv with pinned deps (torch==2.13.0 CPU)
 
 system: ## install debootstrap and graphviz if missing (apt, as root on Debian)
 	@bash scripts/ensure-system.sh
+
+browser: ## install headless Chromium if missing (the viewer's browser test; apt, as root on Debian)
+	@bash scripts/ensure-browser.sh
 
 docker: ## make sure a Docker engine runs (installs docker.io + starts dockerd as root on Debian)
 	@bash scripts/ensure-docker.sh

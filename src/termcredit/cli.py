@@ -372,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .tasktools.cli import add_tasks_parser
 
     add_tasks_parser(sub)
-    from .bench.view_cli import add_view_parser
+    from .viewer.cli import add_view_parser
 
     add_view_parser(sub)
     from .harness.audit_cli import add_audit_parser

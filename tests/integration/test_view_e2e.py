@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from termcredit.bench.view import build_view
-from termcredit.bench.view_cli import site_server
+from termcredit.viewer import build_view
+from termcredit.viewer.cli import site_server
 
 pytestmark = pytest.mark.docker
 REPO = Path(__file__).resolve().parents[2]

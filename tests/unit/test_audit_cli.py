@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from termcredit.bench.view import build_view
+from termcredit.viewer import build_view
 from termcredit.cli import build_parser, main
 from termcredit.harness.audit_cli import audit_run, find_trials, plain, render_audit
 from termcredit.records import (CommandRecord, Step, Trajectory, TrialResult, VerifierReport,

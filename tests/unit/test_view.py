@@ -14,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from termcredit.bench import view as view_mod
-from termcredit.bench.view import build_view, find_trial_dirs, line_chart
-from termcredit.bench.view_cli import add_view_parser, site_server
+import termcredit.viewer.credit as credit_mod
+import termcredit.viewer.site as site_mod
+from termcredit.viewer import build_view
+from termcredit.viewer.cli import add_view_parser, site_server
+from termcredit.viewer.index import line_chart
+from termcredit.viewer.load import find_trial_dirs
 from termcredit.records import (CommandRecord, FileState, Step, Trajectory, TrialResult,
                                 VerifierReport, save_json)
 from termcredit.tracer import AccessSummary
@@ -135,8 +138,8 @@ def test_graph_inline_or_note(run_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
     good = _page(run_dir / "view", index, "hello-world__attempt-0")
     if shutil.which("dot"):
         graph = good.split("<h2>Dependency graph</h2>", 1)[1]
-        assert graph.lstrip().startswith("<svg") and "<?xml" not in good
-    monkeypatch.setattr(view_mod.shutil, "which", lambda name: None)
+        assert graph.lstrip().startswith("<div class='graph'><svg") and "<?xml" not in good
+    monkeypatch.setattr(site_mod.shutil, "which", lambda name: None)
     index = build_view(run_dir, run_dir / "v2").read_text()
     good = _page(run_dir / "v2", index, "hello-world__attempt-0")
     assert "not installed" in good and "<svg" not in good and "<th>credit</th>" in good
@@ -145,16 +148,54 @@ def test_graph_inline_or_note(run_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_credit_errors_are_caught(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import termcredit.depgpo.report as report
-
     def boom(*a, **k):
         raise RuntimeError("graph <exploded>")
 
-    monkeypatch.setattr(report, "credit_report", boom)
+    monkeypatch.setattr(credit_mod, "analyse", boom)
     index = build_view(run_dir, run_dir / "v").read_text()
     good = _page(run_dir / "v", index, "hello-world__attempt-0")
     assert "<th>credit</th>" not in good and "graph &lt;exploded&gt;" in good
     assert "cat /app/hello.txt" in good
+
+
+def _steps_section(page: str) -> str:
+    return page.split("<h2>Steps</h2>", 1)[1].split("<h2>", 1)[0]
+
+
+def test_credit_from_graph_json_or_one_analysis(run_dir: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A traced trial is analysed at most once; with its graph.json, not at all, and the page
+    shows the same credit, weights, classes and graph."""
+    from termcredit.depgpo.report import write_graph_json
+
+    calls = []
+    analyse = credit_mod.analyse
+    monkeypatch.setattr(credit_mod, "analyse", lambda *a, **k: calls.append(1) or analyse(*a, **k))
+    index = build_view(run_dir, run_dir / "a").read_text()
+    analysed = _page(run_dir / "a", index, "hello-world__attempt-0")
+    assert len(calls) == 1  # the traced trial, once; the untraced ones need none
+    trial = run_dir / "hello-world" / "attempt-0"
+    write_graph_json(trial)
+    calls.clear()
+    index = build_view(run_dir, run_dir / "b").read_text()
+    stored = _page(run_dir / "b", index, "hello-world__attempt-0")
+    assert calls == [] and "graph.json</a>" in stored
+    assert _steps_section(stored) == _steps_section(analysed)
+    assert "<td class='credit'>" in _steps_section(stored)
+    if shutil.which("dot"):
+        assert "<div class='graph'><svg" in stored
+    (trial / "graph.json").write_text('{"not": "a graph"}')  # unreadable: analysed again
+    index = build_view(run_dir, run_dir / "c").read_text()
+    assert len(calls) == 1
+    assert _steps_section(_page(run_dir / "c", index, "hello-world__attempt-0")) == \
+        _steps_section(analysed)
+
+
+def test_step_table_shows_commands_verbatim(run_dir: Path) -> None:
+    index = build_view(run_dir, graphs=False).read_text()
+    good = _page(run_dir / "view", index, "hello-world__attempt-0")
+    cmd = "echo &quot;&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&quot;; echo &#x27;Hello"
+    assert f"<td class='cmd'><code>{cmd}, world!&#x27; &gt; /app/hello.txt</code></td>" in good
 
 
 def test_training_run(tmp_path: Path) -> None:

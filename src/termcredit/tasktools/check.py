@@ -9,10 +9,10 @@ along: a parametrised task must use ``TC_INSTANCE`` in its Dockerfile, and its o
 read it (an oracle computes the answer from the data, as an agent must).
 
 The oracle's verifier run must not be *suspect* either (``termcredit.tasks.audit``: the
-verifier ran or loaded toolchain files the oracle made). When it is, either the oracle changes what it should
-not, or the task's work is to change those files (a package to fix, a tool to install): the
-check fails and prints the ``[verifier] agent_may_modify = [...]`` line that declares the
-latter (``may_modify_proposal``), to paste into task.toml after a look at it.
+verifier ran or loaded toolchain files the oracle made). When it is, either the oracle changes
+what it should not, or the task's work is to change those files (a package to fix, a tool to
+install): the check fails and prints the ``[verifier] agent_may_modify = [...]`` line that
+declares the latter (``may_modify_proposal``), to paste into task.toml after a look at it.
 
 Trials go through :func:`termcredit.harness.run.run` (one run per agent and instance, trials
 concurrent inside it), so a check runs exactly what ``termcredit run`` runs; the run folders

@@ -1,4 +1,5 @@
-"""The `termcredit view` verb: build the static site, optionally serve it on 127.0.0.1."""
+"""The `termcredit view` verb: build the run viewer's static site, optionally serve it on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def serve(index: Path, run_dir: Path, port: int = 8765) -> None:
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
-    from .view import build_view
+    from .site import build_view
 
     run_dir = Path(args.run_dir)
     index = build_view(run_dir, args.out, graphs=not args.no_graphs)
