@@ -5,7 +5,7 @@ import math
 import pytest
 
 from termcredit import estimators
-from termcredit.records import Step, TokenLayout, Trajectory, VerifierReport
+from termcredit.records import Step, TokenLayout, Trajectory, VerifierReport, step_token_counts
 
 
 def traj(reward: float, anchors: list[str], actions: list[str] | None = None,
@@ -37,7 +37,7 @@ def test_broadcast_to_loss_tokens_only():
     group = [traj(1, ["a", "b"], tokens=tok), traj(0, ["a", "b"], tokens=tok)]
     out = estimators.build("grpo", std=False)(group)
     assert out.advantages[0] == [0, 0, 0.5, 0.5, 0, 0, 0.5, 0]
-    assert estimators.step_token_counts(group[0]) == [2, 1]
+    assert step_token_counts(group[0]) == [2, 1]
 
 
 def test_gigpo_step_advantage_within_anchor_groups():
@@ -75,7 +75,7 @@ def test_gigpo_similarity_grouping():
 
 
 def test_adastep_weight_from_variance_decomposition():
-    from termcredit.baselines.adastep import shrinkage_weight
+    from termcredit.estimators.adastep import shrinkage_weight
 
     assert shrinkage_weight([1, 1, 0, 0], ["a", "a", "b", "b"]) == pytest.approx(1.0)
     assert shrinkage_weight([1, 0, 1, 0], ["a", "a", "b", "b"]) == pytest.approx(0.0)
@@ -124,7 +124,12 @@ def test_composition_sums_and_errors():
         estimators.build("grpo", beta=3)
 
 
-def test_needs_teacher_reads_the_spec_as_build_does():
+def test_needs_read_the_spec_as_build_does():
     assert estimators.spec_parts(" depgpo + opd ") == ["depgpo", "opd"]
-    assert estimators.needs_teacher("depgpo+opd") and estimators.needs_teacher("opd")
-    assert not estimators.needs_teacher("grpo") and not estimators.needs_teacher("depgpo+gigpo")
+    teacher = frozenset({estimators.TEACHER_LOGPROBS})
+    assert estimators.needs("depgpo+opd") == estimators.needs(" opd ") == teacher
+    assert estimators.build("depgpo+opd").needs == estimators.build("opd").needs == teacher
+    assert estimators.needs("grpo") == estimators.needs("depgpo+gigpo") == frozenset()
+    assert estimators.build("grpo").needs == estimators.build("gigpo+adastep").needs == frozenset()
+    with pytest.raises(ValueError, match="unknown estimator"):
+        estimators.needs("grpo+nope")

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from termcredit import estimators
-from termcredit.baselines.anchors import anchor_keys
+from termcredit.estimators.anchors import anchor_keys
 from termcredit.records import CommandRecord, FileState, Step, Trajectory, VerifierReport
 from termcredit.tracer import AccessSummary
 

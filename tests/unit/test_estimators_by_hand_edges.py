@@ -4,32 +4,19 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
 from termcredit import estimators
-from termcredit.baselines.common import group_std
-from termcredit.baselines.grpo import group_advantages
 from termcredit.depgpo.advantage import step_weights
-from termcredit.records import Step, TokenLayout, Trajectory, VerifierReport
+from termcredit.estimators.group import group_advantages, group_std
+from termcredit.records import Step, TokenLayout, Trajectory, VerifierReport, step_token_counts
 
 
 def traj(reward: float, n_steps: int = 1, tokens: TokenLayout | None = None) -> Trajectory:
     return Trajectory(task="t", instruction="", agent="x", tokens=tokens,
                       steps=[Step(index=i, action="a") for i in range(n_steps)],
                       verifier=VerifierReport(reward=reward))
-
-
-def test_load_all_skips_a_missing_module_but_not_a_missing_dependency(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "tc_broken_estimator_14.py").write_text("import tc_no_such_dependency_14\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(estimators, "_MODULES", ("tc_not_written_yet_14",))
-    estimators._load_all()  # a baseline not written yet is fine
-    monkeypatch.setattr(estimators, "_MODULES", ("tc_broken_estimator_14",))
-    with pytest.raises(ModuleNotFoundError, match="tc_no_such_dependency_14"):
-        estimators._load_all()
 
 
 def test_an_estimator_taking_any_setting_gets_them_all(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,10 +39,10 @@ def test_unknown_estimator_message_lists_the_choices() -> None:
 
 
 def test_step_token_counts() -> None:
-    assert estimators.step_token_counts(traj(1, 3)) == [1, 1, 1]  # no tokens: one per step
+    assert step_token_counts(traj(1, 3)) == [1, 1, 1]  # no tokens: one per step
     tok = TokenLayout(token_ids=[0, 1, 2, 3], loss_mask=[0, 1, 0, 1], logprobs=[0.0] * 4,
                       step_spans=[[0, 1], [1, 4]])
-    assert estimators.step_token_counts(traj(1, 2, tok)) == [0, 2]
+    assert step_token_counts(traj(1, 2, tok)) == [0, 2]
 
 
 def test_group_std_is_the_population_std() -> None:

@@ -252,6 +252,6 @@ def test_adastep_weights_and_fallback_rate_per_anchor_group() -> None:
 
 
 def test_shrinkage_weight_of_nothing() -> None:
-    from termcredit.baselines.adastep import shrinkage_weight
+    from termcredit.estimators.adastep import shrinkage_weight
 
     assert shrinkage_weight([], []) is None

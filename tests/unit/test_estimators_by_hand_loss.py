@@ -127,16 +127,6 @@ def test_empty_mask_counts_nothing() -> None:
     assert out.metrics["n_tokens"] == 0.0 and out.metrics["ratio_mean"] == 0.0
 
 
-def test_dynamic_sampling_tolerance_and_mismatch() -> None:
-    from termcredit.trainer.loss import drop_uniform_groups
-
-    rewards = [[0.2, 0.2 + 1e-12], [0.0, 1.0]]
-    assert drop_uniform_groups(["near-tie", "spread"], rewards) == ["near-tie", "spread"]
-    assert drop_uniform_groups(["near-tie", "spread"], rewards, tol=1e-9) == ["spread"]
-    with pytest.raises(ValueError, match="^one reward list per group$"):
-        drop_uniform_groups(["a"], rewards)
-
-
 def test_aggregate_default_and_a_single_sequence() -> None:
     from termcredit.trainer.loss import aggregate
 

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from rich.console import Console
 
-from ..estimators import needs_teacher
+from .. import estimators
 from ..tasks import find_tasks
 from ..trainer.config import TrainConfig
 from ..trainer.policy import load_policy
@@ -114,7 +114,7 @@ def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | Non
     noisy = [d for t in tasks for d in noisy_demos(t, rng)]
     start = _sft_checkpoint(cfg, out / "start", noisy, cfg.warm_steps, console)
     teacher = None
-    if any(needs_teacher(a) for a in cfg.algos):
+    if any(estimators.TEACHER_LOGPROBS in estimators.needs(a) for a in cfg.algos):
         clean = [d for t in tasks for d in clean_demos(t)]
         teacher = _sft_checkpoint(cfg, out / "teacher", clean, cfg.teacher_steps, console)
     return start, teacher
@@ -125,7 +125,7 @@ def _train_config(cfg: BenchConfig, algo: str, seed: int, start: str,
     return TrainConfig(
         algo=algo, model=start, tasks=list(cfg.tasks), group_size=cfg.group_size,
         steps=cfg.steps, lr=cfg.lr, seed=seed, device=cfg.device,
-        teacher=teacher if needs_teacher(algo) else None,
+        teacher=teacher if estimators.TEACHER_LOGPROBS in estimators.needs(algo) else None,
         eval_every=cfg.eval_every, eval_instances=list(cfg.eval_instances),
         eval_samples=cfg.eval_samples, eval_temperature=cfg.eval_temperature,
         eval_at_start=False, checkpoint_every=cfg.steps, rollout=dict(cfg.rollout))

@@ -18,8 +18,7 @@ _EXPORTS = {
     "build_tiny": "tiny", "ensure_tiny": "tiny",
     "ChatLayout": "chat", "LayoutBuilder": "chat", "build_layout": "chat",
     "LossConfig": "loss", "LossInputs": "loss", "LossOutputs": "loss", "policy_loss": "loss",
-    "aggregate": "loss", "global_counts": "loss", "informative_groups": "loss",
-    "drop_uniform_groups": "loss",
+    "aggregate": "loss", "global_counts": "loss",
 }
 __all__ = sorted(_EXPORTS)
 

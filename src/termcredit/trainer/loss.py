@@ -1,6 +1,6 @@
 """Policy loss: PPO clip with DAPO clip-higher, dual clip, optional k3 KL, global aggregation.
 
-Per token (reference/algorithms.md §1, verl ``compute_policy_loss`` semantics):
+Per token (verl's ``compute_policy_loss`` semantics):
     r  = exp(clamp(logp - old_logp, ±20))
     L  = max(-A·r, -A·clip(r, 1-eps_low, 1+eps_high))        eps_high > eps_low: clip-higher
     L  = min(L, -A·c)            where A < 0                  dual clip (c = 3; None: off)
@@ -20,13 +20,12 @@ Fully masked rows count for nothing. Without global counts, the micro-batch's ow
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence, TypeVar
+from typing import Iterable
 
 import torch
 from torch import Tensor
 
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm")
-T = TypeVar("T")
 
 
 @dataclass
@@ -140,16 +139,3 @@ def policy_loss(inp: LossInputs, cfg: LossConfig | None = None) -> LossOutputs:
         if inp.entropy is not None:
             metrics["entropy"] = mean(inp.entropy)
     return LossOutputs(loss, metrics)
-
-
-def informative_groups(group_rewards: Sequence[Sequence[float]], tol: float = 0.0) -> list[bool]:
-    """DAPO dynamic sampling: True for groups whose rewards are not all identical (spread >
-    ``tol``); an all-equal group has zero group-relative advantage and only dilutes the batch."""
-    return [len(r) > 0 and (max(r) - min(r)) > tol for r in group_rewards]
-
-
-def drop_uniform_groups(groups: Sequence[T], group_rewards: Sequence[Sequence[float]],
-                        tol: float = 0.0) -> list[T]:
-    if len(groups) != len(group_rewards):
-        raise ValueError("one reward list per group")
-    return [g for g, keep in zip(groups, informative_groups(group_rewards, tol)) if keep]

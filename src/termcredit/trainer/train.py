@@ -24,15 +24,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from .. import estimators
+from ..depgpo import trial_hook  # noqa: F401  registers graph.json for every rollout
 from ..harness.infra import is_infra
-from ..records import Trajectory, save_json
+from ..estimators.group import is_zero_advantage, rewards_tied
+from ..records import Trajectory
 from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
 from ..tasks import Task, find_tasks
 from ..tasks.build import build_image
 from .checkpoint import latest_checkpoint, load_state, save_checkpoint
 from .config import TrainConfig, dump_config
 from .loss import LossConfig
-from .policy import check_same_tokenizer, load_policy
+from .policy import load_policy
+from .providers import providers_for
 from .update import ppo_update
 from .rollout import rollout_group
 
@@ -69,9 +72,8 @@ def group_credit(group: list[Trajectory], kept: list[Trajectory], estimator: Any
     rewards = [estimators.training_reward(t, integrity) for t in kept]
     if len(kept) >= 2 or (kept and len(kept) == len(group)):
         res = estimator(kept)
-        tied = max(rewards) - min(rewards) < 1e-12
-        silent = all(abs(a) < 1e-12 for adv in res.advantages for a in adv)
-        return rewards, res, dynamic_sampling and tied and silent
+        silent = is_zero_advantage(a for adv in res.advantages for a in adv)
+        return rewards, res, dynamic_sampling and rewards_tied(rewards) and silent
     zeros = [[0.0] * (len(t.tokens.token_ids) if t.tokens else len(t.steps)) for t in kept]
     return rewards, estimators.EstimatorResult(advantages=zeros), True
 
@@ -103,12 +105,9 @@ class Trainer:
         self.loss_cfg = LossConfig(**cfg.loss)
         self.ref = (load_policy(cfg.model, device=cfg.device, seed=cfg.model_seed)
                     if self.loss_cfg.kl_coef else None)
-        if estimators.needs_teacher(cfg.algo) and not cfg.teacher:
-            raise ValueError("algo 'opd' needs a teacher policy (--teacher)")
-        self.teacher = load_policy(cfg.teacher, device=cfg.device) if cfg.teacher else None
-        if self.teacher is not None:
-            check_same_tokenizer(self.policy, self.teacher, cfg.model, cfg.teacher)
         self.estimator = estimators.build(cfg.algo, **cfg.estimator)
+        # what the estimator reads beyond the rollouts (a teacher's log-probs, ...)
+        self.providers = providers_for(self.estimator.needs, cfg, self.policy)
         # no weight decay by default: with zero advantages the weights must not move
         self.opt = torch.optim.AdamW(self.policy.model.parameters(), lr=cfg.lr,
                                      weight_decay=cfg.weight_decay)
@@ -183,12 +182,9 @@ class Trainer:
         group = self.rollout(task, instance, step, cfg.group_size)
         t1 = time.monotonic()
         kept = select_group(group, cfg.integrity)  # "mask": flagged episodes are dropped
-        self.score_old(kept)
-        if self.teacher is not None:
-            for t in kept:
-                tok = t.tokens
-                tok.teacher_logprobs = self.teacher.score([tok.token_ids], [tok.loss_mask])[0]
-                save_json(t, Path(t.trial_dir) / "trajectory.json")
+        self.score_old(kept)  # before the providers: OPD's KL reads the same π_old
+        for provide in self.providers:
+            provide(kept)
         rewards, res, skipped = group_credit(group, kept, self.estimator, cfg.integrity,
                                              cfg.dynamic_sampling)
         t2 = time.monotonic()
@@ -201,7 +197,7 @@ class Trainer:
             "reward_mean": _mean(rewards),
             "reward_std": float(torch.tensor(rewards).std(unbiased=False)) if rewards else 0.0,
             "success_rate": _mean([float(r >= 1.0) for r in rewards]),
-            "zero_advantage_group": float(all(abs(a) < 1e-12 for a in flat)),
+            "zero_advantage_group": float(is_zero_advantage(flat)),
             "adv_mean": _mean(flat), "adv_abs_mean": _mean([abs(a) for a in flat]),
             "tokens": sum(len(t.tokens.token_ids) for t in group),
             "action_tokens": len(flat), "steps_per_episode": _mean([len(t.steps) for t in group]),

@@ -204,7 +204,7 @@ def _stub_trainer(cfg: TrainConfig, group: list[Trajectory], updates: list):
     from termcredit.trainer.train import Trainer
 
     tr = Trainer.__new__(Trainer)  # no sandbox, no policy: rollout and update are stubs
-    tr.cfg, tr.teacher, tr.estimator = cfg, None, _grpo()
+    tr.cfg, tr.providers, tr.estimator = cfg, [], _grpo()
     tr.tasks = [SimpleNamespace(name="t", parametrized=False)]
     tr.rollout = lambda *a, **k: group
     tr.update = lambda g, adv: updates.append((g, adv)) or {"loss": 0.5}

@@ -9,8 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from termcredit.trainer.loss import (AGG_MODES, LossConfig, LossInputs, aggregate,  # noqa: E402
-                                     drop_uniform_groups, global_counts, informative_groups,
-                                     policy_loss)
+                                     global_counts, policy_loss)
 
 
 def _one(logp, old, adv, cfg=None, **kw):
@@ -109,12 +108,3 @@ def test_metrics_and_entropy_bonus():
     assert set(out.metrics) >= {"clip_frac", "dual_clip_frac", "approx_kl", "ratio_mean",
                                 "ratio_max", "entropy", "n_tokens"}
     assert out.metrics["entropy"] == 2.0 and out.metrics["n_tokens"] == 2.0
-
-
-def test_dynamic_sampling_drops_uniform_groups():
-    rewards = [[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.0, 0.0], [0.5], [], [0.2, 0.2 + 1e-12]]
-    assert informative_groups(rewards) == [False, True, False, False, False, True]
-    assert informative_groups(rewards, tol=1e-9) == [False, True, False, False, False, False]
-    assert drop_uniform_groups(["a", "b", "c", "d", "e", "f"], rewards) == ["b", "f"]
-    with pytest.raises(ValueError):
-        drop_uniform_groups(["a"], rewards)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..estimators import EstimatorResult, Group, broadcast, register
-from .common import anchor_counts, check_anchor, step_returns
-from .gigpo import episode_advantages, step_advantages
+from . import EstimatorResult, register
+from .anchors import anchor_counts, check_anchor
+from .gigpo import episode_advantages, step_advantages, step_returns
+from .group import Group, broadcast
 
 
 def pvar(xs: list[float]) -> float:

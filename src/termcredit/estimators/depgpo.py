@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..baselines.grpo import group_advantages
-from ..estimators import EstimatorResult, Group, broadcast, register, reward_of
-from . import DepGPOConfig, depgpo_step_weights
-from .load import facts_from_trajectory
+from ..depgpo import DepGPOConfig, depgpo_step_weights
+from ..depgpo.load import facts_from_trajectory
+from . import EstimatorResult, register
+from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
 
 
 @register("depgpo")
@@ -20,7 +20,7 @@ class DepGPO:
         self.std, self.eps = std, eps
 
     def __call__(self, group: Group) -> EstimatorResult:
-        adv_hat = group_advantages([reward_of(t) for t in group], std=self.std, eps=self.eps)
+        adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         per_step, fallbacks, zero_credit, traced = [], Counter(), 0, 0
         for traj, a in zip(group, adv_hat):
             sw = depgpo_step_weights(facts_from_trajectory(traj), self.cfg)
@@ -31,6 +31,6 @@ class DepGPO:
         stats = {f"fallback/{k}": v / len(group) for k, v in fallbacks.items()}
         stats["fallback_rate"] = 1.0 - fallbacks["none"] / len(group) if group else 0.0
         stats["zero_credit_step_frac"] = zero_credit / traced if traced else 0.0
-        stats["zero_advantage_group"] = float(all(abs(a) < 1e-12 for a in adv_hat))
+        stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
         return EstimatorResult(advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
                                step_advantages=per_step, stats=stats)

@@ -1,19 +1,23 @@
-"""On-policy distillation (algorithms.md §5.3): per sampled token
+"""On-policy distillation: per sampled token
 A_t = −κ · (log π_old(y_t) − log π_teacher(y_t)), the sampled-token reverse KL to the teacher,
 with π_old the plain policy's (``TokenLayout.old_logprobs`` when sampling was tempered or
 top-p truncated, else the behaviour log-probs, which then are the same),
 optionally discounted-summed backwards within each step (γ_kl > 0). The teacher is any policy
-with the same tokenizer; the trainer fills TokenLayout.teacher_logprobs on the exact ids the
-student sampled, in the student's context. Composes with RL estimators by `+` (depgpo+opd).
+with the same tokenizer; its log-probs are a declared need (``needs``), so the caller (the
+trainer) fills TokenLayout.teacher_logprobs on the exact ids the student sampled, in the
+student's context, before this runs. Composes with RL estimators by `+` (depgpo+opd).
 """
 
 from __future__ import annotations
 
-from ..estimators import EstimatorResult, Group, register
+from . import TEACHER_LOGPROBS, EstimatorResult, register
+from .group import Group
 
 
 @register("opd")
 class OPD:
+    needs: frozenset[str] = frozenset({TEACHER_LOGPROBS})
+
     def __init__(self, kappa: float = 1.0, gamma_kl: float = 0.0):
         self.kappa, self.gamma_kl = kappa, gamma_kl
 

@@ -7,20 +7,36 @@ The invalid-action penalty lands on its own row in both terms (verl-agent subtra
 row's reward, which both terms read), so a penalised step in a singleton anchor group still pays.
 The baseline (mean, std) is over one R_i per trajectory (the paper's Eq. 3, our default), or with
 `cross_steps=True` over every step row's penalised value (verl-agent's default: longer
-trajectories weigh more). Stds are population stds (`common.group_std`).
+trajectories weigh more). Stds are population stds (`group.group_std`).
 """
 
 from __future__ import annotations
 
-from ..estimators import EstimatorResult, Group, broadcast, register, reward_of
-from .common import (anchor_counts, anchor_groups, check_anchor, norm_scale, normalize,
-                     step_returns)
+from ..records import Trajectory
+from . import EstimatorResult, register
+from .anchors import anchor_counts, anchor_groups, check_anchor
+from .group import Group, broadcast, group_rewards, norm_scale, normalize
+from .rewards import reward_of
+
+
+def step_returns(traj: Trajectory, gamma: float, invalid_penalty: float) -> list[float]:
+    """G_t = r_t + γ G_{t+1}; the outcome reward is the last step's reward; an invalid action
+    costs `invalid_penalty` on its own step only (verl-agent: not propagated backwards)."""
+    n = len(traj.steps)
+    rewards = [s.reward for s in traj.steps]
+    if n:
+        rewards[-1] += reward_of(traj)
+    out, g = [0.0] * n, 0.0
+    for t in range(n - 1, -1, -1):
+        g = rewards[t] + gamma * g
+        out[t] = g
+    return [r - (invalid_penalty if s.invalid else 0.0) for r, s in zip(out, traj.steps)]
 
 
 def episode_advantages(group: Group, use_std: bool, eps: float, cross_steps: bool,
                        invalid_penalty: float) -> list[list[float]]:
     """A^E per step row (one entry for a trajectory without steps)."""
-    rewards = [reward_of(t) for t in group]
+    rewards = group_rewards(group)
     rows = [[r - (invalid_penalty if s.invalid else 0.0) for s in t.steps] or [r]
             for r, t in zip(rewards, group)]
     pool = [v for vs in rows for v in vs] if cross_steps else rewards

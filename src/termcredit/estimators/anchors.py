@@ -1,4 +1,5 @@
-"""What GiGPO and AdaStep call "the same state": the anchor key of each step.
+"""What GiGPO and AdaStep call "the same state": the anchor key of each step, and the
+anchor groups (rows of a group that share a key) their step advantages compare within.
 
 * ``state`` (default): the terminal's real state before the step, which the sandbox knows: the
   shell's working directory and, for every task path written or deleted by an earlier step, its
@@ -11,10 +12,12 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 
 from ..records import Trajectory
+from .group import Group
 
 ANCHORS = ("state", "observation", "history")
 
@@ -58,3 +61,40 @@ def anchor_keys(traj: Trajectory, anchor: str) -> list[str]:
     if anchor == "observation":
         return [s.anchor_obs for s in traj.steps]
     raise ValueError(f"anchor must be one of {', '.join(ANCHORS)}, not {anchor!r}")
+
+
+def check_anchor(anchor: str, similarity: float | None) -> None:
+    if anchor not in ANCHORS:
+        raise ValueError(f"anchor must be one of {', '.join(ANCHORS)}, not {anchor!r}")
+    if similarity is not None and anchor != "observation":
+        raise ValueError("similarity grouping compares observation text: it needs "
+                         f"anchor = 'observation', not {anchor!r}")
+
+
+def anchor_counts(group: Group) -> dict[str, float]:
+    """How many anchor groups each key gives on these rollouts (exact matching)."""
+    return {f"anchor_groups/{a}": float(len({k for t in group for k in anchor_keys(t, a)}))
+            for a in ANCHORS}
+
+
+def anchor_groups(group: Group, similarity: float | None, anchor: str = "state",
+                  ) -> dict[int, list[tuple[int, int]]]:
+    """(traj, step) rows clustered by their anchor key: exact match, or for observations with
+    `similarity` a greedy clustering on difflib ratio >= threshold (first member represents)."""
+    clusters: list[tuple[str, list[tuple[int, int]]]] = []
+    exact: dict[str, int] = {}
+    for i, traj in enumerate(group):
+        for t, key in enumerate(anchor_keys(traj, anchor)):
+            if key in exact:
+                clusters[exact[key]][1].append((i, t))
+                continue
+            hit = None
+            if similarity is not None:
+                hit = next((c for c, (rep, _) in enumerate(clusters)
+                            if difflib.SequenceMatcher(None, rep, key).ratio() >= similarity), None)
+            if hit is None:
+                hit = len(clusters)
+                clusters.append((key, []))
+            exact[key] = hit
+            clusters[hit][1].append((i, t))
+    return {c: rows for c, (_, rows) in enumerate(clusters)}

@@ -1,1 +1,0 @@
-"""Baseline advantage estimators, one per file, each registered in termcredit.estimators."""

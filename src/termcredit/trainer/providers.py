@@ -1,0 +1,61 @@
+"""Inputs the estimator needs beyond the rollout records, filled by the trainer before it runs.
+
+Estimators declare their needs (``estimators.NEEDS`` keys, e.g. ``"teacher_logprobs"``); the
+trainer looks each one up in ``PROVIDERS`` when it is built, so a missing teacher fails before
+any rollout, and it never asks which algorithm it trains. A provider is made once per run and
+then called on every group that trains.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Protocol
+
+from ..estimators import TEACHER_LOGPROBS
+from ..records import Trajectory
+from ..trialdir import save_trajectory
+from .config import TrainConfig
+from .policy import Policy, check_same_tokenizer, load_policy
+
+
+class Provider(Protocol):
+    def __call__(self, group: list[Trajectory]) -> None: ...
+
+
+class TeacherLogprobs:
+    """Scores the student's sampled ids with the teacher, in the student's context, into
+    ``TokenLayout.teacher_logprobs``; the trajectory file is rewritten so the record has them."""
+
+    def __init__(self, teacher: Policy):
+        self.teacher = teacher
+
+    def __call__(self, group: list[Trajectory]) -> None:
+        for t in group:
+            tok = t.tokens
+            tok.teacher_logprobs = self.teacher.score([tok.token_ids], [tok.loss_mask])[0]
+            save_trajectory(t)
+
+
+def _teacher_logprobs(cfg: TrainConfig, student: Policy) -> Provider:
+    if not cfg.teacher:
+        raise ValueError(f"algo {cfg.algo!r} needs teacher log-probs: give a teacher policy "
+                         "with the student's tokenizer (--teacher)")
+    teacher = load_policy(cfg.teacher, device=cfg.device)
+    check_same_tokenizer(student, teacher, cfg.model, cfg.teacher)
+    return TeacherLogprobs(teacher)
+
+
+# need -> how to make its provider from the run's config and the student policy
+PROVIDERS: dict[str, Callable[[TrainConfig, Policy], Provider]] = {
+    TEACHER_LOGPROBS: _teacher_logprobs,
+}
+
+
+def providers_for(needs: Iterable[str], cfg: TrainConfig, student: Policy) -> list[Provider]:
+    """One provider per need, in a fixed order; a ValueError for a need nothing provides or
+    whose provider cannot be made from this config."""
+    needs = sorted(set(needs))
+    missing = [n for n in needs if n not in PROVIDERS]
+    if missing:
+        raise ValueError(f"algo {cfg.algo!r} needs {', '.join(missing)}, which the trainer "
+                         f"cannot provide (it provides {', '.join(sorted(PROVIDERS))})")
+    return [PROVIDERS[n](cfg, student) for n in needs]
