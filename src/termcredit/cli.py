@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -13,20 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from .show import shown
+
 console = Console(stderr=True, soft_wrap=True)  # errors carry paths: never wrap them
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROL_NL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def shown(value: Any, style: str = "", *, one_line: bool = False) -> Text:
-    """User or agent text (a command, a path, a task name, an error, output) for Rich: plain
-    text, never markup, so `[/x]`, `[bold]` or `[a-z]` print as they are. Control characters
-    are shown as escapes (`\\x1b`, `\\r`) so the text cannot drive the terminal; newlines
-    and tabs stay unless ``one_line`` (one path per line in a table cell)."""
-    s = value if isinstance(value, str) else str(value)
-    rx = _CONTROL_NL if one_line else _CONTROL
-    return Text(rx.sub(lambda m: repr(m.group())[1:-1], s), style=style)
 
 
 def _log(message: str) -> None:
@@ -34,6 +22,7 @@ def _log(message: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .depgpo import trial_hook  # noqa: F401  registers graph.json for every trial
     from .harness.run import RunConfig, resume_config, run
     from .tasks import find_tasks
 
@@ -168,12 +157,14 @@ def _cmd_credit_audit(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from .depgpo.load import load_trajectory
+    from .depgpo import analyse
+    from .depgpo.load import facts_from_trajectory
     from .depgpo.render import render
-    from .depgpo.report import analyse_trial, credit_rows
+    from .depgpo.report import credit_rows
+    from .trialdir import load_trajectory
 
-    res = analyse_trial(args.trial_dir)
     traj = load_trajectory(args.trial_dir)
+    res = analyse(facts_from_trajectory(traj))
     commands = {s.index: (s.command.command if s.command else s.action) for s in traj.steps}
     title = f"{traj.task} — reward {traj.verifier.reward if traj.verifier else '?'}"
     data = render(res.graph.graph, args.format, title=title,

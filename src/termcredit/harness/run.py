@@ -31,10 +31,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from ..records import TrialResult, load_json, to_dict
+from ..records import TrialResult, to_dict
 from ..sandbox import ImageBuildError, ImageMap, SandboxPool, docker_client, ensure_base_image, gc
 from ..tasks import Task, load_task
 from ..tasks.build import build_image
+from ..trialdir import load_result
 from .agents import make_agent_factory
 from .trial import run_trial, task_spec
 
@@ -139,7 +140,7 @@ def _lock_run_dir(out: Path) -> int:
 def _finished(trial_dir: Path, task: Task, attempt: int) -> TrialResult | None:
     """The trial's result when it finished (its result.json is written last), else None."""
     try:
-        r = load_json(TrialResult, trial_dir / "result.json")
+        r = load_result(trial_dir)
     except (OSError, ValueError, TypeError):
         return None
     if r.task != task.name or r.attempt != attempt:
