@@ -1,7 +1,7 @@
 """The data contract between stages: small dataclasses with a JSON round trip.
 
 Raw strace text travels in ``CommandRecord.trace`` in memory but is written to ``trace/`` files,
-not into ``trajectory.json`` (traces are large; JSON stays readable).
+not into the trajectory file (traces are large; JSON stays readable).
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def step_token_counts(traj: Trajectory) -> list[int]:
 # in-memory only: raw traces live in trace/, file contents in content/<sha256>
 _SKIP = {("CommandRecord", "trace"), ("FileState", "content")}
 
-# A command's accesses in trajectory.json: the task-level sets as sorted lists, what each
+# A command's accesses in the trajectory file: the task-level sets as sorted lists, what each
 # written path continues as a sorted map, and the environment layer's reads and writes as
 # ``env_read``/``env_written``. The summary's other parts (stat lookups, the O_CREAT reads
 # the tracer could not decide, the rest of the environment layer, the event count) are

@@ -5,7 +5,7 @@ rollout both drive it, so both leave the same files in a trial directory.
     ep.start()               # phase "start": a fresh sandbox, the shell's start-up trace
     ep.env.step("ls") ...    # phase "agent": traced steps, under the task's agent timeout
     ep.end("done")           # the agent is finished (its termination)
-    result = ep.finish()     # phases "finalize", "verify", "hooks"; trajectory.json, result.json
+    result = ep.finish()     # phases "finalize", "verify", "hooks"; trajectory and result files
 
 Each phase has its own limit: the sandbox start ``start_timeout``, the agent the task's
 ``[agent] timeout_sec`` (and each command ``command_timeout``), the verifier the task's
@@ -14,7 +14,7 @@ Each phase has its own limit: the sandbox start ``start_timeout``, the agent the
 Failures are recorded, never raised: an exception escaping the agent is the agent's crash
 (``termination = "error"``); one from the sandbox or engine, or anywhere after the agent, is an
 infrastructure failure (masked in training, see ``infra.py``). Either way every finished step
-stays on disk (``steps.jsonl`` at once, ``trajectory.json`` at the end) and the sandbox is
+stays on disk (``steps.jsonl`` at once, the trajectory file at the end) and the sandbox is
 released.
 """
 

@@ -1,7 +1,7 @@
 """End-of-trial hooks: work other layers do with a finished trial, registered by them.
 
-A hook runs once per episode after verification, before the final ``trajectory.json`` and
-``result.json`` are written, with the trajectory in memory and the trial's ``TrialPaths``.
+A hook runs once per episode after verification, before the final trajectory and
+result files are written, with the trajectory in memory and the trial's ``TrialPaths``.
 DepGPO's ``graph.json`` is one (``depgpo/trial_hook.py``); the harness never names it. A hook
 that raises is recorded in ``trajectory.info["hook_errors"]`` and never changes the reward.
 """

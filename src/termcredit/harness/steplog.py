@@ -1,13 +1,13 @@
 """The step log: every finished step of a trial on disk at once, append-only.
 
-``trajectory.json`` is written when the episode ends; until then a crash (SIGKILL, OOM, power)
+The trajectory file is written when the episode ends; until then a crash (SIGKILL, OOM, power)
 would lose every step of the trial in flight. ``<trial>/steps.jsonl`` closes that gap: one JSON
 line per step (``records.to_dict`` of the Step, as known right after it ran), flushed and
 fsynced before the step returns to the agent. ``load_steps`` reads it back; a last line torn by
 the crash is dropped.
 
 The lines are the crash record, not the final word: per-step accesses and integrity come from
-the whole session trace at the end (``AgentEnv.finalize``), so they are in ``trajectory.json``
+the whole session trace at the end (``AgentEnv.finalize``), so they are in the trajectory file
 only.
 """
 

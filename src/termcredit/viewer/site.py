@@ -35,7 +35,7 @@ def build_view(run_dir: str | Path, out: str | Path | None = None, *,
     metrics = read_metrics(run_dir)
     result = read_json(run_dir / "result.json")
     if not dirs and not metrics and not isinstance(result, dict):
-        raise FileNotFoundError(f"{run_dir}: no trajectory.json, result.json or metrics.jsonl "
+        raise FileNotFoundError(f"{run_dir}: no trial, result.json or metrics.jsonl "
                                 "(is it a `termcredit run` or `termcredit train` directory?)")
     rows = [load_trial(run_dir, d) for d in dirs]
     rows += summary_rows(run_dir, result, rows)
