@@ -12,7 +12,6 @@ from typing import Callable, Iterable, Protocol
 
 from ..estimators import TEACHER_LOGPROBS
 from ..records import Trajectory
-from ..trialdir import save_trajectory
 from .config import TrainConfig
 from .policy import Policy, check_same_tokenizer, load_policy
 
@@ -23,7 +22,7 @@ class Provider(Protocol):
 
 class TeacherLogprobs:
     """Scores the student's sampled ids with the teacher, in the student's context, into
-    ``TokenLayout.teacher_logprobs``; the trajectory file is rewritten so the record has them."""
+    ``TokenLayout.teacher_logprobs`` (before the trajectory is written, so its file has them)."""
 
     def __init__(self, teacher: Policy):
         self.teacher = teacher
@@ -32,7 +31,6 @@ class TeacherLogprobs:
         for t in group:
             tok = t.tokens
             tok.teacher_logprobs = self.teacher.score([tok.token_ids], [tok.loss_mask])[0]
-            save_trajectory(t)
 
 
 def _teacher_logprobs(cfg: TrainConfig, student: Policy) -> Provider:

@@ -16,7 +16,7 @@ import secrets
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from rich.console import Console
@@ -162,7 +162,9 @@ class Trainer:
     # ------------------------------------------------------------------ one step
     def rollout(self, task: Task, instance: int, step: int, group_size: int, *,
                 temperature: float | None = None, where: str = "rollouts",
-                seed_offset: int = 0) -> list[Trajectory]:
+                seed_offset: int = 0,
+                before_finish: Callable[[list[Trajectory]], None] | None = None,
+                ) -> list[Trajectory]:
         rcfg = self.cfg.rollout_config()
         if temperature is not None:
             rcfg.temperature = temperature
@@ -172,19 +174,29 @@ class Trainer:
         return rollout_group(self.policy, self.layout, task, self.image(task, instance),
                              self.pool, group_size, out, rcfg, instance=instance,
                              policy_version=step,
-                             seed=self.cfg.seed * 100003 + step + seed_offset)
+                             seed=self.cfg.seed * 100003 + step + seed_offset,
+                             before_finish=before_finish)
+
+    def prepare(self, group: list[Trajectory]) -> None:
+        """What the loss and the estimator need beyond the rollout, added to each trajectory
+        before it is verified and written (once, complete): π_old when sampling changed the
+        distribution, then every provider of the estimator's needs (OPD's KL reads the same
+        π_old). Episodes the sandbox lost are left alone: they never train."""
+        live = [t for t in group if not is_infra(t)]
+        if not live:
+            return
+        self.score_old(live)
+        for provide in self.providers:
+            provide(live)
 
     def train_step(self, step: int) -> dict[str, Any]:
         cfg = self.cfg
         task = self.tasks[step % len(self.tasks)]
         instance = (step // len(self.tasks)) % cfg.train_instances if task.parametrized else 0
         t0 = time.monotonic()
-        group = self.rollout(task, instance, step, cfg.group_size)
+        group = self.rollout(task, instance, step, cfg.group_size, before_finish=self.prepare)
         t1 = time.monotonic()
         kept = select_group(group, cfg.integrity)  # "mask": flagged episodes are dropped
-        self.score_old(kept)  # before the providers: OPD's KL reads the same π_old
-        for provide in self.providers:
-            provide(kept)
         rewards, res, skipped = group_credit(group, kept, self.estimator, cfg.integrity,
                                              cfg.dynamic_sampling)
         t2 = time.monotonic()
