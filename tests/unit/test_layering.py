@@ -46,6 +46,8 @@ def import_graph() -> nx.DiGraph:
     for path in SRC.rglob("*.py"):
         if path.name == "shim.py" or path.parts[-2] == "data":
             continue  # runs inside the container, imports nothing of ours
+        if path.parent == SRC and path.name == "__init__.py":
+            continue  # the (empty) top package
         me = unit_of(path)
         g.add_node(me)
         for other in imported_units(path) - {me}:
@@ -73,3 +75,16 @@ def test_the_bottom_layers_import_nothing_above_them():
     assert set(g.successors("records")) <= {"tracer"}
     assert "depgpo" not in nx.descendants(g, "harness"), "graph.json is a hook DepGPO registers"
     assert "harness" not in nx.descendants(g, "tasks"), "the task model knows no harness"
+
+
+# bottom to top, as the README's layout lists them: each imports only units before it
+LAYERS = ["tracer", "records", "trialdir", "show", "sandbox", "tasks", "harness", "depgpo",
+          "estimators", "trainer", "tasktools", "bench", "viewer", "cli"]
+
+
+def test_each_unit_imports_only_the_layers_below_it():
+    g = import_graph()
+    assert set(g.nodes) == set(LAYERS), "a new package: place it in LAYERS and the README"
+    rank = {u: i for i, u in enumerate(LAYERS)}
+    upward = sorted((a, b) for a, b in g.edges if rank[b] >= rank[a])
+    assert not upward, f"imports that run back up: {upward}"
