@@ -45,6 +45,18 @@ class CommandRecord:
     # export, array, function, alias, option) or "unset:"; None: not reported
     shell: dict[str, str] | None = None
     cwd: str | None = None  # the shell's working directory after the command (None: unknown)
+    # the working directories the trace saw (set with the accesses, from the whole session);
+    # None: not recorded (an older trajectory: DepGPO parses the session trace instead)
+    trace_cwd: "TraceCwd | None" = None
+
+
+@dataclass
+class TraceCwd:
+    """The shell's working directory around one command, from the session trace."""
+
+    before: str | None = None  # None: unknown
+    after: str | None = None
+    used: list[str] = field(default_factory=list)  # cwds its processes resolved paths in
 
 
 @dataclass

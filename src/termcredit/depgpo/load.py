@@ -29,8 +29,14 @@ def _load_text(paths: TrialPaths | None, states: list[FileState]) -> None:
 
 
 def _cwd_facts(traj: Trajectory) -> dict[int, tuple[str | None, str | None, set[str]]]:
-    """SEQ -> (shell cwd before, after, cwds relative paths were resolved in), from the agent
-    session's trace (the trial directory's, else the steps' in-memory segments)."""
+    """SEQ -> (shell cwd before, after, cwds relative paths were resolved in): what the
+    harness recorded with the accesses (``CommandRecord.trace_cwd``); for a trajectory without
+    it (written before it was recorded, or built by hand), from the agent session's trace (the
+    trial directory's, else the steps' in-memory segments)."""
+    recs = [s.command for s in traj.steps if s.command is not None]
+    if recs and all(r.trace_cwd is not None for r in recs):
+        return {r.seq: (r.trace_cwd.before, r.trace_cwd.after, set(r.trace_cwd.used))
+                for r in recs if r.trace_cwd is not None}
     text = ""
     if traj.trial_dir and TrialPaths(traj.trial_dir).trace_dir.is_dir():
         try:

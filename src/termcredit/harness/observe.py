@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..records import CommandRecord, FileState
+from ..records import CommandRecord, FileState, TraceCwd
 from ..tracer import AccessSummary, EnvironmentLayer, parse_session, summarize_segment
 
 CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ownership
@@ -60,6 +60,8 @@ class StepObserver:
         tampering seen in the trace: each step's reasons go to its record, the session-level
         ones (outside any step) are returned."""
         if len(session_text) > SESSION_PARSE_CAP:
+            for rec in records:
+                rec.trace_cwd = TraceCwd()  # unknown: the session was not parsed
             return [f"session trace of {len(session_text) >> 20} MiB not parsed as a whole "
                     f"(cap {SESSION_PARSE_CAP >> 20} MiB): per-step accesses only"]
         tokens = {rec.seq: rec.end_token for rec in records}
@@ -73,7 +75,9 @@ class StepObserver:
             cmd = session.commands.get(rec.seq)
             if cmd is None:
                 rec.accesses = AccessSummary()
+                rec.trace_cwd = TraceCwd()
                 continue
+            rec.trace_cwd = TraceCwd(cmd.cwd_start, cmd.cwd_end, sorted(cmd.cwd_used))
             summary = cmd.summary
             for path in sorted(summary.maybe_new & summary.read):
                 known = exists.get(path)
