@@ -106,3 +106,35 @@ def test_a_verifier_crash_is_an_infrastructure_failure_in_both(client, base_ref,
         assert traj.verifier is not None and traj.verifier.reward == 0.0
         assert "verifier harness exploded" in TrialPaths(d).error.read_text()
         assert len(traj.steps) >= 1 and traj.steps[0].command is not None  # kept
+
+
+class InterruptedPolicy(SolvingPolicy):
+    """Ctrl-C arrives while the second turn is being generated."""
+
+    def generate(self, prompts, **kw) -> list[Sample]:
+        if self.turn == 1:
+            raise KeyboardInterrupt
+        return super().generate(prompts, **kw)
+
+
+def test_an_interrupted_rollout_keeps_its_steps_and_gives_the_sandboxes_back(
+        client, base_ref, run_id, tmp_path):
+    task = load_task(REPO / "tests/fixtures/tasks/chain-answer")
+    image = build_image(client, task, base_ref=base_ref)
+    pool = SandboxPool(client, run_id, ahead=2)
+    released = []
+    real_release = pool.release
+    pool.release = lambda sb: released.append(sb.id) or real_release(sb)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            rollout_group(InterruptedPolicy(), Layout(), task, image, pool, 2, tmp_path,
+                          RolloutConfig(max_turns=3, command_timeout=60))
+        assert len(released) == 2  # both sandboxes handed back before the interrupt went on
+        for k in range(2):
+            paths = TrialPaths(tmp_path / f"g{k}")
+            traj = load_trajectory(paths.root)
+            assert [s.command.command for s in traj.steps] == [SOLVE]  # the step that ran
+            assert traj.verifier is None and not paths.result.exists()  # no verdict
+    finally:
+        pool.close()
+        gc(client, run_id=run_id)

@@ -148,6 +148,18 @@ class Episode:
         save_result(result, self.paths.root)  # last: its presence means the trial finished
         return result
 
+    def abandon(self) -> None:
+        """The run is being torn down (Ctrl-C, SIGTERM) before ``finish``: keep the steps so
+        far in the trajectory file, release the sandbox; no verdict, no result file (a resumed
+        run redoes the trial)."""
+        try:
+            if self.paths.root.is_dir():
+                save_trajectory(self.traj)
+        finally:
+            if self.sandbox is not None:
+                self.pool.release(self.sandbox)
+                self.sandbox = None
+
     def result(self) -> TrialResult:
         v = self.traj.verifier
         reward = v.reward if v else 0.0

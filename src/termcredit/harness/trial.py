@@ -31,4 +31,7 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
             ep.end("resource_limit", resource_limit=str(exc))
         except Exception as exc:  # recorded per trial; the run goes on
             ep.fail(exc, "agent", by_agent=True)
+        except BaseException:  # interrupted: keep what ran, give the sandbox back
+            ep.abandon()
+            raise
     return ep.finish()

@@ -82,8 +82,24 @@ def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: Sandbo
         ep.traj.tokens = tok
         ep.start()  # a sandbox that failed to start: an infrastructure failure, already done
         episodes.append(_Turns(ep, tok, anchor=task.instruction))
-    gen_s = env_s = 0.0
-    env_s += time.monotonic() - t_env
+    start_s = time.monotonic() - t_env
+    finished = False
+    try:
+        trajs = _turns(policy, layout, episodes, cfg, seed, before_finish, start_s)
+        finished = True
+    finally:
+        if not finished:  # interrupted or crashed mid-group: keep what ran, free the sandboxes
+            for e in episodes:
+                e.ep.abandon()
+    return trajs
+
+
+def _turns(policy: Any, layout: Any, episodes: list[_Turns], cfg: RolloutConfig,
+           seed: int | None, before_finish: Callable[[list[Trajectory]], None] | None,
+           start_s: float) -> list[Trajectory]:
+    """The turns of the group (one generation call each), then its episodes finished."""
+    gen_s, env_s = 0.0, start_s
+    group_size = len(episodes)
     with ThreadPoolExecutor(max_workers=group_size) as threads:
         for _turn in range(cfg.max_turns):
             live = [e for e in episodes if not e.ep.done]
