@@ -7,11 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted_policy import Layout, ScriptedPolicy
 
 from termcredit.sandbox import SandboxPool, gc
 from termcredit.tasks import load_task
 from termcredit.tasks.build import build_image
-from termcredit.trainer.policy import Sample
 from termcredit.trainer.rollout import RolloutConfig, rollout_group
 from termcredit.trainer.train import integrity_counts, select_group
 
@@ -24,37 +24,6 @@ SCRIPTS = [
     [SOLVE, "done"],
     ["echo wrong > /app/answer.txt", "done"],
 ]
-
-
-class ScriptedPolicy:
-    """Episode k says SCRIPTS[k][turn]; one token id per distinct text."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.turn = 0
-        self.episode: dict[int, int] = {}  # id of an episode's token list -> its index
-        self.tokenizer = self
-
-    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        return self.texts[ids[0]]
-
-    def generate(self, prompts, **_kw) -> list[Sample]:
-        out = []
-        for p in prompts:  # the first call lists every episode, in order
-            k = self.episode.setdefault(id(p), len(self.episode))
-            text = SCRIPTS[k][min(self.turn, len(SCRIPTS[k]) - 1)]
-            self.texts.append(text)
-            out.append(Sample([len(self.texts) - 1], [-1.0], True))
-        self.turn += 1
-        return out
-
-
-class Layout:
-    def prompt_ids(self, system: str, instruction: str) -> list[int]:
-        return [0]
-
-    def observation_ids(self, text: str, *, after_truncated: bool = False) -> list[int]:
-        return [0]
 
 
 def remove_when_sleeping(client, run_id: str, stop: threading.Event) -> None:
@@ -84,7 +53,7 @@ def test_removed_sandbox_is_masked_and_a_broken_environment_scores_zero(
     killer = threading.Thread(target=remove_when_sleeping, args=(client, run_id, stop))
     killer.start()
     try:
-        trajs = rollout_group(ScriptedPolicy(), Layout(), task, image, pool, len(SCRIPTS),
+        trajs = rollout_group(ScriptedPolicy(SCRIPTS), Layout(), task, image, pool, len(SCRIPTS),
                               tmp_path, RolloutConfig(max_turns=2, command_timeout=60))
     finally:
         stop.set()

@@ -5,6 +5,7 @@ Real Docker; a scripted policy stands in for the model (what it says is fixed)."
 from pathlib import Path
 
 import pytest
+from scripted_policy import Layout, ScriptedPolicy
 
 import termcredit.depgpo.trial_hook  # noqa: F401  the graph.json hook, as cli/trainer load it
 from termcredit.harness import episode as episode_mod
@@ -13,7 +14,6 @@ from termcredit.harness.trial import run_trial, task_spec
 from termcredit.sandbox import SandboxPool, gc
 from termcredit.tasks import load_task
 from termcredit.tasks.build import build_image
-from termcredit.trainer.policy import Sample
 from termcredit.trainer.rollout import RolloutConfig, rollout_group
 from termcredit.trialdir import TrialPaths, load_trajectory
 
@@ -23,28 +23,8 @@ SOLVE = "sort -t, -k2 -n /app/data.csv | tail -n 1 | cut -d, -f1 > /app/answer.t
 PHASES = {"start", "agent", "finalize", "verify", "hooks"}
 
 
-class SolvingPolicy:
-    """Says SOLVE, then `done`; one token id per reply."""
-
-    def __init__(self) -> None:
-        self.turn = 0
-        self.tokenizer = self
-
-    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        return [SOLVE, "done"][ids[0]]
-
-    def generate(self, prompts, **_kw) -> list[Sample]:
-        out = [Sample([min(self.turn, 1)], [-1.0], True) for _ in prompts]
-        self.turn += 1
-        return out
-
-
-class Layout:
-    def prompt_ids(self, system: str, instruction: str) -> list[int]:
-        return [0]
-
-    def observation_ids(self, text: str, *, after_truncated: bool = False) -> list[int]:
-        return [0]
+def solving_policy() -> ScriptedPolicy:
+    return ScriptedPolicy([[SOLVE, "done"]])
 
 
 def files(root: Path) -> set[str]:
@@ -66,7 +46,7 @@ def both(client, base_ref, run_id, tmp_path: Path) -> tuple[Path, Path]:
     try:
         run_trial(task, ReplayAgent(replay), pool, task_spec(task, image), tmp_path / "run",
                   command_timeout=60)
-        rollout_group(SolvingPolicy(), Layout(), task, image, pool, 1, tmp_path / "rollout",
+        rollout_group(solving_policy(), Layout(), task, image, pool, 1, tmp_path / "rollout",
                       RolloutConfig(max_turns=3, command_timeout=60))
     finally:
         pool.close()
@@ -108,10 +88,10 @@ def test_a_verifier_crash_is_an_infrastructure_failure_in_both(client, base_ref,
         assert len(traj.steps) >= 1 and traj.steps[0].command is not None  # kept
 
 
-class InterruptedPolicy(SolvingPolicy):
+class InterruptedPolicy(ScriptedPolicy):
     """Ctrl-C arrives while the second turn is being generated."""
 
-    def generate(self, prompts, **kw) -> list[Sample]:
+    def generate(self, prompts, **kw):
         if self.turn == 1:
             raise KeyboardInterrupt
         return super().generate(prompts, **kw)
@@ -127,7 +107,7 @@ def test_an_interrupted_rollout_keeps_its_steps_and_gives_the_sandboxes_back(
     pool.release = lambda sb: released.append(sb.id) or real_release(sb)
     try:
         with pytest.raises(KeyboardInterrupt):
-            rollout_group(InterruptedPolicy(), Layout(), task, image, pool, 2, tmp_path,
+            rollout_group(InterruptedPolicy([[SOLVE, "done"]]), Layout(), task, image, pool, 2, tmp_path,
                           RolloutConfig(max_turns=3, command_timeout=60))
         assert len(released) == 2  # both sandboxes handed back before the interrupt went on
         for k in range(2):

@@ -7,6 +7,7 @@ The verifier trace below is written by hand in the strace grammar the tracer par
 from pathlib import Path
 
 import pytest
+from task_testutil import make_task
 
 from termcredit.tasks import TaskError, load_task
 from termcredit.tasks.audit import (
@@ -295,17 +296,6 @@ def test_glob_match(pattern, path, match):
 
 
 # ------------------------------------------------------------------ task.toml keys
-
-
-def make_task(root: Path, verifier: str) -> Path:
-    root.mkdir(parents=True)
-    (root / "task.toml").write_text("[verifier]\n" + verifier)
-    (root / "instruction.md").write_text("Do it.")
-    (root / "environment").mkdir()
-    (root / "environment" / "Dockerfile").write_text("FROM termcredit/base\n")
-    (root / "tests").mkdir()
-    (root / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
-    return root
 
 
 def test_verifier_keys_defaults(tmp_path):

@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from task_testutil import make_task
+
 from termcredit.records import Trajectory, VerifierReport, save_json
 from termcredit.tasks import load_task
 from termcredit.tasktools.check import _trial_outcome, may_modify_proposal
@@ -31,23 +33,12 @@ def _trial(d: Path, *, suspect_files: list[dict[str, str]] | None = None) -> Pat
     return d
 
 
-def _task(root: Path, verifier: str) -> Path:
-    root.mkdir(parents=True)
-    (root / "task.toml").write_text("[verifier]\n" + verifier)
-    (root / "instruction.md").write_text("Do it.")
-    (root / "environment").mkdir()
-    (root / "environment" / "Dockerfile").write_text("FROM termcredit/base\n")
-    (root / "tests").mkdir()
-    (root / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
-    return root
-
-
 def test_suspect_trial_gives_its_hits_and_a_proposal(tmp_path):
     trial = _trial(tmp_path / "trial", suspect_files=HITS)
     summary = {"trial_dir": str(trial), "reward": 1.0, "suspect": True, "error": None}
     reward, error, resources, hits = _trial_outcome(summary)
     assert (reward, error, resources, hits) == (1.0, None, ["/app/x"], HITS)
-    task = load_task(_task(tmp_path / "t", 'agent_may_modify = ["/opt/**"]\n'))
+    task = load_task(make_task(tmp_path / "t", 'agent_may_modify = ["/opt/**"]\n'))
     line = may_modify_proposal(task, hits)
     assert line == ('agent_may_modify = ["/opt/**", "/usr/local/bin/foo", '
                     '"/usr/local/lib/python3*/site-packages/**"]')

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .facts import CommandFacts, EpisodeFacts
 from .ownership import CommandEffects, OwnershipTracker
@@ -131,9 +132,14 @@ class DepBuilder:
                             self.shell_from, self.shell_set)
 
 
+def feed(builder: Any, facts: EpisodeFacts) -> Any:
+    """Every command of the episode into ``builder`` (a DepBuilder, or the graph's), in order;
+    its result for the verifier's resources."""
+    for cmd in facts.commands:
+        builder.add(cmd)
+    return builder.result(facts.resources, facts.listed)
+
+
 def dependencies(facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",
                  reuse: ReuseConfig = ReuseConfig()) -> Dependencies:
-    b = DepBuilder(facts.instruction, diff_rewrites=diff_rewrites, reuse=reuse)
-    for cmd in facts.commands:
-        b.add(cmd)
-    return b.result(facts.resources, facts.listed)
+    return feed(DepBuilder(facts.instruction, diff_rewrites=diff_rewrites, reuse=reuse), facts)

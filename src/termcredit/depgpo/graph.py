@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields
 
 import networkx as nx
 
-from .deps import DepBuilder, Dependencies
+from .deps import DepBuilder, Dependencies, feed
 from .facts import CommandFacts, EpisodeFacts
 from .ownership import CommandEffects, FileVersion
 from .stdout_reuse import ReuseConfig
@@ -132,10 +132,7 @@ class GraphBuilder:
 
 def build_graph(facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",
                 reuse: ReuseConfig = ReuseConfig()) -> DepGraph:
-    b = GraphBuilder(facts.instruction, diff_rewrites=diff_rewrites, reuse=reuse)
-    for cmd in facts.commands:
-        b.add(cmd)
-    return b.result(facts.resources, facts.listed)
+    return feed(GraphBuilder(facts.instruction, diff_rewrites=diff_rewrites, reuse=reuse), facts)
 
 
 def annotate(graph: nx.MultiDiGraph, credit: Sequence[float | None],
