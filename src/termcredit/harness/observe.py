@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from ..records import CommandRecord, FileState, TraceCwd
 from ..tracer import AccessSummary, EnvironmentLayer, parse_session, summarize_segment
+from ..trialdir import TrialPaths
 
 CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ownership
 # The whole-session parse holds every step's trace at once (each step's is capped at 20 MiB in
@@ -47,12 +48,12 @@ class StepObserver:
     def store(self, states: Iterable[FileState]) -> None:
         if self.trial_dir is None:
             return
-        folder = self.trial_dir / "content"
+        paths = TrialPaths(self.trial_dir)
         for st in states:
             if st.content is not None and st.sha256:
-                path = folder / st.sha256
+                path = paths.content(st.sha256)
                 if not path.exists():
-                    folder.mkdir(parents=True, exist_ok=True)
+                    paths.content_dir.mkdir(parents=True, exist_ok=True)
                     path.write_text(st.content)
 
     def finalize(self, records: list[CommandRecord], session_text: str) -> list[str]:
