@@ -122,10 +122,6 @@ class TrialPaths:
         return "".join(p.read_text() for p in [*parts, *self.step_traces()])
 
 
-def is_trial_dir(path: str | Path) -> bool:
-    return TrialPaths(path).is_trial()
-
-
 def save_trajectory(traj: Trajectory, trial_dir: str | Path | None = None) -> Path:
     """Write ``trajectory.json`` (atomically) in ``trial_dir`` or ``traj.trial_dir``."""
     where = trial_dir if trial_dir is not None else traj.trial_dir
