@@ -9,9 +9,13 @@ import platform
 import statistics
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from ..trialdir import TrialPaths, load_trajectory
+from . import stats as stats_
+from .plots import plot_curves
+from .stats import Run, compare, run_dir_name
 
 KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
 TIME_NAMES = tuple(k.split("/")[1] for k in KEYS_TIME)  # rollout_s, ... in summary.json
@@ -23,10 +27,14 @@ CREDIT_STATS = {
 }
 
 
+def _jsonl(path: Path) -> list[dict[str, Any]] | None:
+    if not path.is_file():
+        return None
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
 def _rows(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "metrics.jsonl"
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] \
-        if path.is_file() else []
+    return _jsonl(run_dir / "metrics.jsonl") or []
 
 
 def _curve(rows: list[dict[str, Any]]) -> list[tuple[int, float]]:
@@ -45,37 +53,83 @@ def _ms(xs: list[float]) -> tuple[float, float]:
     return (statistics.mean(xs), statistics.pstdev(xs)) if xs else (0.0, 0.0)
 
 
-def summarize(out: Path, algos: list[str], seeds: list[int]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
+def load_runs(out: Path, algos: list[str], seeds: list[int]) -> dict[str, dict[int, Run]]:
+    runs: dict[str, dict[int, Run]] = {}
     for algo in algos:
-        curves, finals, aucs, times, stats = [], [], [], {k: 0.0 for k in KEYS_TIME}, {}
-        infra = 0  # episodes lost to infrastructure failures (left out of training)
+        runs[algo] = {}
         for seed in seeds:
-            rows = _rows(out / algo.replace("+", "_plus_") / f"seed-{seed}")
-            curve = _curve(rows)
-            if not curve:
-                continue
-            curves.append(curve)
+            d = out / run_dir_name(algo) / f"seed-{seed}"
+            rows = _rows(d)
+            final = _jsonl(d / "eval-final.jsonl")
+            if rows or final:
+                runs[algo][seed] = Run(rows, final,
+                                       _jsonl(out / "start" / f"eval-seed-{seed}.jsonl"))
+    return runs
+
+
+def _algo_summary(runs: dict[int, Run]) -> dict[str, Any]:
+    curves, finals, times, stats = [], [], {k: 0.0 for k in KEYS_TIME}, {}
+    infra, evals = 0, []  # infra: training episodes lost to infrastructure failures
+    tasks: dict[str, list[dict[str, Any]]] = {}  # final evaluation episodes by task
+    for run in runs.values():
+        rows, curve = run.rows, _curve(run.rows)
+        steps = [r["step"] for r in rows if r.get("step", -1) >= 0]
+        if run.start and not any(x == 0 for x, _ in curve):
+            curve.insert(0, (0, stats_.episode_stats(run.start)["success"] or 0.0))
+        if run.final:
+            ev = stats_.episode_stats(run.final)
+            evals.append(ev)
+            for e in run.final:
+                tasks.setdefault(str(e["task"]), []).append(e)
+            done = max(steps) + 1 if steps else (curve[-1][0] if curve else 0)
+            if ev["success"] is not None and not (curve and curve[-1][0] == done):
+                curve.append((done, ev["success"]))
+            if ev["success"] is not None:
+                finals.append(ev["success"])
+        elif curve:
             finals.append(curve[-1][1])
-            aucs.append(_auc(curve))
-            for r in rows:
-                for k in KEYS_TIME:
-                    times[k] += r.get(k, 0.0)
-                infra += int(r.get("infra_episodes", 0))
-            for name, key in CREDIT_STATS.items():
-                vals = [r[key] for r in rows if key in r]
-                if vals:
-                    stats.setdefault(name, []).extend(vals)
-        mean_curve = [(x, statistics.mean(c[i][1] for c in curves))
-                      for i, (x, _) in enumerate(curves[0])] if curves else []
-        result[algo] = {
-            "final_success_mean": _ms(finals)[0], "final_success_std": _ms(finals)[1],
-            "auc_mean": _ms(aucs)[0], "auc_std": _ms(aucs)[1], "seeds": len(curves),
-            "curve": mean_curve, "curves": curves,
-            "time_s": dict(zip(TIME_NAMES, times.values())),
-            "credit_stats": {k: statistics.mean(v) for k, v in stats.items()},
-            "infra_episodes": infra,
-        }
+        if curve:
+            curves.append(curve)
+        for r in rows:
+            for k in KEYS_TIME:
+                times[k] += r.get(k, 0.0)
+            infra += int(r.get("infra_episodes", 0))
+        for name, key in CREDIT_STATS.items():
+            vals = [r[key] for r in rows if key in r]
+            if vals:
+                stats.setdefault(name, []).extend(vals)
+    per_seed = [run.rows for run in runs.values()]
+    aucs = [a for a in (stats_.auc(rows) for rows in per_seed) if a is not None]
+    same_x = curves and all([x for x, _ in c] == [x for x, _ in curves[0]] for c in curves)
+    mean_curve = [(x, statistics.mean(c[i][1] for c in curves))
+                  for i, (x, _) in enumerate(curves[0])] if same_x else []
+    keys = stats_.credit_keys(per_seed)
+    return {
+        "final_success_mean": _ms(finals)[0], "final_success_std": _ms(finals)[1],
+        "final_success_per_seed": finals,
+        "final_source": "eval-final.jsonl" if evals else ("eval rows" if finals else None),
+        "final_eval": {
+            "episodes": sum(e["episodes"] for e in evals),
+            "infra_episodes": sum(e["infra_episodes"] for e in evals),
+            **{k: stats_.mean_of(e[k] for e in evals)
+               for k in ("infra_rate", "steps_per_success", "tokens_per_success")}},
+        "final_by_task": {t: stats_.episode_stats(eps)["success"] for t, eps in tasks.items()},
+        "auc_mean": _ms(aucs)[0] if aucs else None, "auc_std": _ms(aucs)[1] if aucs else None,
+        "auc_per_seed": aucs, "eval_auc_mean": _ms([_auc(c) for c in curves])[0],
+        "seeds": len(curves), "curve": mean_curve, "curves": curves,
+        "train_curve": stats_.update_curve(per_seed, "success_rate"),
+        "credit": {k: stats_.seed_mean(per_seed, k) for k in keys},
+        "credit_curves": {k: stats_.update_curve(per_seed, k) for k in keys},
+        "time_s": dict(zip(TIME_NAMES, times.values())),
+        "credit_stats": {k: statistics.mean(v) for k, v in stats.items()},
+        "infra_episodes": infra,
+    }
+
+
+def summarize(out: Path, algos: list[str], seeds: list[int],
+              runs: dict[str, dict[int, Run]] | None = None) -> dict[str, Any]:
+    runs = runs if runs is not None else load_runs(out, algos, seeds)
+    result = {algo: _algo_summary(runs[algo]) for algo in algos}
     grpo_final = result.get("grpo", {}).get("final_success_mean")
     for algo, r in result.items():
         hit = next((x for x, y in r["curve"] if grpo_final is not None and y >= grpo_final
@@ -108,38 +162,6 @@ def eval_kind(cfg: Any) -> str:
             f"{cfg.eval_temperature:g}")
 
 
-def _plot(summary: dict[str, Any], path: Path, title: str, ylabel: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    # curves often coincide (same start, shared evaluation seeds): distinct markers and dashes
-    # keep every algorithm visible where lines overlap
-    styles = zip("osD^vP*X", ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1))] * 2)
-    for (algo, r), (marker, dash) in zip(summary.items(), styles):
-        if not r["curve"]:
-            continue
-        xs = [x for x, _ in r["curve"]]
-        ys = [y for _, y in r["curve"]]
-        ax.plot(xs, ys, marker=marker, linestyle=dash, label=algo, markersize=7, alpha=0.85,
-                markerfacecolor="none", linewidth=2 if "depgpo" in algo else 1.3)
-        if len(r["curves"]) > 1:
-            sd = [statistics.pstdev(c[i][1] for c in r["curves"]) for i in range(len(xs))]
-            ax.fill_between(xs, [y - s for y, s in zip(ys, sd)], [y + s for y, s in zip(ys, sd)],
-                            alpha=0.15)
-    ax.set_xlabel("updates")
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
 def _hardware() -> str:
     import torch
 
@@ -162,7 +184,7 @@ def _graphs(out: Path, tasks: list[str]) -> dict[str, str]:
     from ..depgpo.render import render
 
     pics: dict[str, str] = {}
-    for trial in sorted((out / "depgpo").glob("seed-*/rollouts/*/*/*/")):
+    for trial in sorted((out / run_dir_name("depgpo")).glob("seed-*/rollouts/*/*/*/")):
         paths = TrialPaths(trial)
         if not (paths.is_trial() and paths.graph.is_file()):
             continue
@@ -187,54 +209,168 @@ def _shared_seconds(out: Path) -> dict[str, float]:
             "start_eval_s": total("start/eval-seed-*.json", "time/eval_s")}
 
 
-def write_report(out: Path, cfg: Any) -> dict[str, Any]:
-    summary = summarize(out, cfg.algos, cfg.seeds)
-    hardware = _hardware()
+def _config(out: Path) -> Any:
+    """The BenchConfig as bench.json holds it (a report rewritten from a bench directory)."""
+    from .protocol import BenchConfig
+
+    data = json.loads((out / "bench.json").read_text())
+    known = BenchConfig.__dataclass_fields__
+    return BenchConfig(**{k: v for k, v in data.items() if k in known})
+
+
+def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dict[str, Any]:
+    """summary.json, curves.png, REPORT.md and report.html in ``out``; ``cfg`` (a
+    BenchConfig) defaults to the one in ``out/bench.json``."""
+    cfg = cfg if cfg is not None else _config(out)
+    runs = load_runs(out, cfg.algos, cfg.seeds)
+    summary = summarize(out, cfg.algos, cfg.seeds, runs)
     ratio, why = threshold_ratio(summary)
-    doc = {"config": asdict(cfg), "hardware": hardware, **_shared_seconds(out),
+    start = out / "start" / "start-stats.json"
+    doc = {"config": asdict(cfg), "hardware": _hardware(), **_shared_seconds(out),
            "seeds": cfg.seeds, "evaluation": eval_kind(cfg), "algorithms": summary,
+           "comparisons": compare(runs, n_boot=n_boot),
+           "start": json.loads(start.read_text()) if start.is_file() else None,
            "updates_ratio_grpo_over_depgpo": ratio, "updates_ratio_note": why,
            "time_total_s": {k: sum(r["time_s"][k] for r in summary.values())
                             for k in TIME_NAMES}}
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
-    _plot(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})",
-          "held-out success" + (" (sampled)" if cfg.eval_temperature else ""))
+    plot_curves(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})",
+                "held-out evaluation" + (" (sampled)" if cfg.eval_temperature else ""))
     md = _markdown(doc, cfg)
     (out / "REPORT.md").write_text(md)
-    (out / "report.html").write_text(_html(doc, md, _graphs(out, [Path(t).name for t in cfg.tasks])))
+    graphs = _graphs(out, [Path(t).name for t in cfg.tasks])
+    (out / "report.html").write_text(_html(doc, md, graphs))
     return doc
 
 
-def _table(doc: dict[str, Any]) -> list[list[str]]:
+def _f(x: float | None, fmt: str = ".3f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def _ci(d: dict[str, Any] | None) -> str:
+    return "—" if d is None else stats_.PairedDiff(
+        **{k: d[k] for k in ("estimate", "lo", "hi", "se", "seeds", "units", "level")}).text()
+
+
+MAIN_HEAD = ["algorithm", "final success (mean over seeds)", "Δ vs depgpo [95% CI]", "AUC",
+             "ΔAUC [95% CI]", "zero-credit steps", "steps/success", "tokens/success",
+             "fallback rate", "infra rate"]
+
+
+def _main_table(doc: dict[str, Any]) -> list[list[str]]:
+    """Δ = depgpo − algorithm for baselines, variant − depgpo for DepGPO's ablations."""
+    cmp_ = doc["comparisons"]
+    diffs = {**cmp_.get("baselines", {}), **cmp_.get("ablations", {})}
     rows = []
     for algo, r in doc["algorithms"].items():
-        t, hit = r["time_s"], r["updates_to_grpo_final"]
-        rows.append([algo, f"{r['final_success_mean']:.3f} ± {r['final_success_std']:.3f}",
-                     f"{r['auc_mean']:.3f}", "never" if hit is None else str(hit),
-                     f"{t['rollout_s']:.0f} / {t['credit_s']:.1f} / {t['update_s']:.0f} / "
-                     f"{t['eval_s']:.0f}",
-                     ", ".join(f"{k} {v:.2f}" for k, v in r["credit_stats"].items()),
-                     str(r.get("infra_episodes", 0))])
+        c, d = r["credit"], diffs.get(algo, {})
+        rows.append([algo, _f(r["final_success_mean"] if r["final_source"] else None),
+                     _ci(d.get("final")), _f(r["auc_mean"]), _ci(d.get("auc")),
+                     _f(c.get("credit/zero_credit_step_frac")),
+                     _f(c.get("credit/steps_per_success"), ".2f"),
+                     _f(c.get("credit/tokens_per_success"), ".0f"),
+                     _f(c.get("credit/fallback_rate")), _f(c.get("credit/infra_rate"))])
     return rows
 
 
+def _legacy_table(doc: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for algo, r in doc["algorithms"].items():
+        t, hit, ev = r["time_s"], r["updates_to_grpo_final"], r["final_eval"]
+        rows.append([algo, f"{r['final_success_mean']:.3f} ± {r['final_success_std']:.3f}",
+                     "never" if hit is None else str(hit),
+                     f"{t['rollout_s']:.0f} / {t['credit_s']:.1f} / {t['update_s']:.0f} / "
+                     f"{t['eval_s']:.0f}",
+                     ", ".join(f"{k} {v:.2f}" for k, v in r["credit_stats"].items()),
+                     str(r.get("infra_episodes", 0)),
+                     f"{ev['episodes']} / {ev['infra_episodes']}",
+                     f"{_f(ev['steps_per_success'], '.2f')} / "
+                     f"{_f(ev['tokens_per_success'], '.0f')}"])
+    return rows
+
+
+LEGACY_HEAD = ["algorithm", "final success (mean ± std)", "updates to GRPO final",
+               "time s: rollout / credit / update / eval", "estimator statistics",
+               "training infra failures (left out)", "final eval episodes / infra",
+               "final eval steps / tokens per success"]
+
+
+def _cell(text: str) -> str:
+    """Run text as plain table text: only what would break the table is escaped."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            + ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows])
+
+
+def _fallbacks(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    keys = sorted({k for r in doc["algorithms"].values() for k in r["credit"]
+                   if k.startswith("credit/fallback/")})
+    return (["algorithm"] + [k.removeprefix("credit/fallback/") for k in keys],
+            [[a] + [_f(r["credit"].get(k)) for k in keys] for a, r in doc["algorithms"].items()]
+            if keys else [])
+
+
+def _by_task(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    tasks = sorted({t for r in doc["algorithms"].values() for t in r["final_by_task"]})
+    return (["algorithm"] + tasks, [[a] + [_f(r["final_by_task"].get(t)) for t in tasks]
+                                    for a, r in doc["algorithms"].items()] if tasks else [])
+
+
+def _mde_lines(doc: dict[str, Any]) -> list[str]:
+    m = doc["comparisons"].get("mde")
+    if not m or not m["episodes_per_algorithm"]:
+        return ["No per-episode final evaluation (eval-final.jsonl) in this run: no "
+                "confidence intervals for final success and no detectable-difference estimate."]
+    a0 = m["apriori_p05"]
+    lines = [f"Smallest detectable difference (two-sided 95%, power 80%): {m['formula']}; SE = "
+             "standard deviation of the paired bootstrap differences of final success. "
+             + (f"Median over baselines: **{m['bootstrap_median']:.3f}**. "
+                if m["bootstrap_median"] is not None else ""),
+             f"A priori, for p = 0.5 with {m['episodes_per_algorithm']} paired episodes per "
+             f"algorithm ({m['seeds']} seeds): {m['apriori_formula']} = **{a0:.3f}**, so a 0.10 "
+             f"difference in final success is {'' if a0 <= 0.10 else 'not '}detectable "
+             "(episode noise only; seed-to-seed variance adds to it)."]
+    return ["", *lines]
+
+
 def _markdown(doc: dict[str, Any], cfg: Any) -> str:
-    head = ["algorithm", "final held-out success (mean ± std)", "AUC", "updates to GRPO final",
-            "time s: rollout / credit / update / eval", "credit statistics",
-            "infra failures (left out)"]
+    cmp_ = doc["comparisons"]
     lines = ["# termcredit bench report", "",
              f"Tier **{cfg.tier}**, policy `{cfg.model}`, tasks: "
              + ", ".join(Path(t).name for t in cfg.tasks) + ".",
              f"Seeds {cfg.seeds}; {cfg.steps} updates of {cfg.group_size} episodes each; "
-             f"learning rate {cfg.lr:g} for every algorithm; evaluation before training and every "
-             f"{cfg.eval_every} updates on held-out instances {cfg.eval_instances} "
-             f"({doc['evaluation']}). Same starting checkpoint, same budgets, "
-             "no per-algorithm tuning.", f"Hardware: {doc['hardware']}.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(r) + " |" for r in _table(doc)]
-    algos = doc["algorithms"]
-    ratio = doc["updates_ratio_grpo_over_depgpo"]
-    tt = doc["time_total_s"]
+             f"learning rate {cfg.lr:g} for every algorithm; evaluation on held-out instances "
+             f"{cfg.eval_instances} ({doc['evaluation']}). Same starting checkpoint, same "
+             "budgets, no per-algorithm tuning.", f"Hardware: {doc['hardware']}.", ""]
+    if doc["start"]:
+        lines += ["Start checkpoint: " + ", ".join(
+            f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in doc["start"].items()) + ".", ""]
+    lines += ["AUC: mean over updates of the training-rollout success rate (temperature 1). "
+              "Δ: DepGPO minus the algorithm (for DepGPO's variants: variant minus DepGPO), "
+              f"paired bootstrap over seeds and, within each, episode slots (AUC: update "
+              f"indices), {cmp_.get('n_boot', 0)} resamples. Zero-credit steps, steps/tokens per "
+              "success, fallback and infra rates: the training rollouts' credit/* metrics, "
+              "mean over updates, then over seeds.", ""]
+    lines += _md_table(MAIN_HEAD, _main_table(doc))
+    lines += _mde_lines(doc)
+    said = [e["sentence"] for e in cmp_.get("baselines", {}).values()]
+    lines += ["", "## DepGPO against each baseline", ""]
+    lines += [f"- {s}" for s in said] or [cmp_.get("note", "No baseline in this run.")]
+    if cmp_.get("ablations"):
+        lines += ["", "## Ablations (variant − depgpo)", ""]
+        lines += [f"- {e['sentence']}" for e in cmp_["ablations"].values()]
+    for title, (head, rows), none in (
+            ("Fallback reasons (fraction of trajectories)", _fallbacks(doc),
+             "No credit/fallback/<reason> metrics in this run."),
+            ("Final success by task (episodes pooled over seeds)", _by_task(doc),
+             "No per-episode final evaluation in this run.")):
+        lines += ["", f"## {title}", ""] + (_md_table(head, rows) if rows else [none])
+    ratio, tt = doc["updates_ratio_grpo_over_depgpo"], doc["time_total_s"]
+    lines += ["", "## Costs", ""] + _md_table(LEGACY_HEAD, _legacy_table(doc))
     lines += ["", "Updates to reach GRPO's final success, GRPO ÷ DepGPO: "
               + (f"**{ratio:.2f}**" if ratio is not None else "**undefined**")
               + f" ({doc['updates_ratio_note']}).",
@@ -243,23 +379,16 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
               f"over all runs rollout {tt['rollout_s']:.0f} s, "
               f"credit {tt['credit_s']:.1f} s, update {tt['update_s']:.0f} s, "
               f"evaluation {tt['eval_s']:.0f} s."]
-    dep = algos.get("depgpo")
     lines += ["", "## Where DepGPO does not win"]
-    if dep:
-        worse = [a for a, r in algos.items() if a != "depgpo" and
-                 (r["final_success_mean"] >= dep["final_success_mean"] or
-                  r["auc_mean"] >= dep["auc_mean"])]
-        lines.append("DepGPO is matched or beaten (final success or AUC) by: "
-                     + (", ".join(worse) if worse else "none of the baselines in this run") + ".")
-    if cfg.eval_temperature:
-        lines.append("Evaluation episodes use the same sampling seeds for every algorithm (a "
-                     "paired comparison): where two policies still sample the same actions, "
-                     "their points coincide, and a gap of one episode is the smallest "
-                     "difference the table can show.")
+    not_better = [a for a, e in cmp_.get("baselines", {}).items()
+                  if not (e["final"] and e["final"]["lo"] > 0)]
+    if cmp_.get("baselines"):
+        lines.append("DepGPO is not better in final success, at 95%, than: "
+                     + (", ".join(not_better) if not_better else "none of the baselines") + ".")
     if len(cfg.seeds) < 3:
         lines.append(f"With {len(cfg.seeds)} seed(s) and {cfg.steps} updates, differences of a "
                      "few episodes are within noise: this tier checks that the protocol runs and "
-                     "shows tendencies; use `--tier full` for claims.")
+                     "shows tendencies, never a claim.")
     lines += ["", "Repeatability: sampling, data order, initial weights and evaluation are "
               "seeded and the CPU kernels are deterministic, so the same command on the same "
               "machine gives the same numbers as long as every observation is the same. Real "
@@ -271,21 +400,29 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    return ("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                      for row in rows) + "</table>")
+
+
 def _html(doc: dict[str, Any], md: str, graphs: dict[str, str]) -> str:
-    head = ["algorithm", "final success", "AUC", "updates to GRPO final",
-            "time s (rollout/credit/update/eval)", "credit statistics",
-            "infra failures (left out)"]
-    table = "<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>" + "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
-        for row in _table(doc)) + "</table>"
+    cmp_ = doc["comparisons"]
+    said = "".join(f"<li>{html.escape(e['sentence'])}</li>" for part in ("baselines",
+                   "ablations") for e in cmp_.get(part, {}).values())
     notes = "".join(f"<p>{html.escape(ln)}</p>" for ln in md.split("## Where DepGPO does not win")
                     [-1].splitlines() if ln.strip() and not ln.startswith("!["))
     pics = "".join(f"<h3>{html.escape(t)}</h3>{svg}" for t, svg in graphs.items()) or \
         "<p>No successful DepGPO rollout to draw.</p>"
+    extra = "".join(f"<h2>{html.escape(t)}</h2>{_html_table(*tr)}" for t, tr in
+                    (("Fallback reasons", _fallbacks(doc)), ("Final success by task",
+                                                             _by_task(doc))) if tr[1])
     return ("<!doctype html><html><head><meta charset='utf-8'><title>termcredit bench</title>"
             "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:"
             "collapse}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}svg{max-width:"
             "100%;height:auto}</style></head><body><h1>termcredit bench</h1>"
-            f"<p>{html.escape(doc['hardware'])}</p>{table}<h2>Learning curves</h2>"
-            "<img src='curves.png' alt='success vs updates'><h2>Where DepGPO does not win</h2>"
-            f"{notes}<h2>Dependency graphs</h2>{pics}</body></html>")
+            f"<p>{html.escape(doc['hardware'])}</p>{_html_table(MAIN_HEAD, _main_table(doc))}"
+            f"<ul>{said}</ul>{extra}<h2>Costs</h2>{_html_table(LEGACY_HEAD, _legacy_table(doc))}"
+            "<h2>Learning curves</h2><img src='curves.png' alt='success vs updates'>"
+            f"<h2>Where DepGPO does not win</h2>{notes}<h2>Dependency graphs</h2>{pics}"
+            "</body></html>")

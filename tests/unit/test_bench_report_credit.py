@@ -1,0 +1,115 @@
+"""The credit-tier report on a synthetic bench directory: the table's numbers, the paired
+differences, the ablation section, and run text printed verbatim."""
+
+import json
+from dataclasses import dataclass, field
+
+from termcredit.bench.report import write_report
+from termcredit.bench.stats import run_dir_name
+
+ALGOS = ["grpo", "depgpo", "depgpo[subtract_min=false]"]
+
+
+@dataclass
+class Cfg:  # the BenchConfig fields the report reads
+    tier: str = "credit"
+    model: str = "tiny"
+    algos: list = field(default_factory=lambda: list(ALGOS))
+    tasks: list = field(default_factory=lambda: ["tasks/[bold]x", "tasks/plain"])
+    seeds: list = field(default_factory=lambda: [0, 1])
+    steps: int = 4
+    group_size: int = 8
+    lr: float = 1e-4
+    eval_every: int = 0
+    eval_instances: list = field(default_factory=lambda: [1000, 1001])
+    eval_samples: int = 1
+    eval_temperature: float = 1.0
+
+
+FINAL = {  # seed -> algo -> successes of slots 0..4 (None: infra failure)
+    0: {"grpo": [0, 1, 0, 0], "depgpo": [1, 1, 0, 1]},
+    1: {"grpo": [0, 0, 1, 1, None], "depgpo": [0, 1, 1, 0, 1]},
+}
+TRAIN = {"grpo": [0.25, 0.25, 0.5, 0.5], "depgpo": [0.5, 0.5, 0.75, 0.75]}
+CREDIT = {"grpo": {"credit/zero_credit_step_frac": 0.4, "credit/fallback_rate": 1.0,
+                   "credit/infra_rate": 0.05},
+          "depgpo": {"credit/zero_credit_step_frac": 0.1, "credit/fallback_rate": 0.2,
+                     "credit/fallback/single_step": 0.15, "credit/fallback/untraced": 0.05,
+                     "credit/infra_rate": 0.0}}
+
+
+def _write(out):
+    cfg = Cfg()
+    out.mkdir()
+    (out / "bench.json").write_text(json.dumps({"tier": "credit"}))
+    (out / "start").mkdir()
+    (out / "start" / "start-stats.json").write_text(json.dumps({"success": 0.31,
+                                                                "non_fallback_rate": 0.62}))
+    for seed in cfg.seeds:
+        (out / "start" / f"eval-seed-{seed}.jsonl").write_text("".join(
+            json.dumps({"task": "[bold]x", "instance": 1000, "sample": i, "success": i % 2,
+                        "steps": 3, "tokens": 40, "infra": False}) + "\n" for i in range(4)))
+        for algo in ALGOS:
+            base = algo.split("[")[0]
+            d = out / run_dir_name(algo) / f"seed-{seed}"
+            d.mkdir(parents=True)
+            rows = [{"step": s, "success_rate": v, "credit/steps_per_success": 3.0,
+                     "credit/tokens_per_success": 120.0, **CREDIT[base]}
+                    for s, v in enumerate(TRAIN[base])]
+            rows[0].pop("credit/steps_per_success")  # an update without success
+            (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            (d / "eval-final.jsonl").write_text("".join(json.dumps(
+                {"task": "[bold]x" if i < 2 else "plain", "instance": 1000 + i, "sample": 0,
+                 "success": s or 0, "steps": 2 + i, "tokens": 100, "infra": s is None}) + "\n"
+                for i, s in enumerate(FINAL[seed][base])))
+    return cfg
+
+
+def test_the_credit_report(tmp_path):
+    out = tmp_path / "bench"
+    doc = write_report(out, _write(out), n_boot=2000)
+    algos, cmp_ = doc["algorithms"], doc["comparisons"]
+    # final success: mean over seeds of each algorithm's own non-infra episodes
+    assert algos["depgpo"]["final_success_mean"] == (0.75 + 0.6) / 2
+    assert algos["grpo"]["final_success_mean"] == (0.25 + 0.5) / 2
+    # the difference is paired: grpo's infra slot is dropped for depgpo too
+    g = cmp_["baselines"]["grpo"]
+    assert g["final"]["estimate"] == 0.25 and g["final"]["units"] == 8
+    assert (g["auc"]["estimate"], g["auc"]["lo"], g["auc"]["hi"]) == (0.25, 0.25, 0.25)
+    abl = cmp_["ablations"]["depgpo[subtract_min=false]"]
+    assert (abl["final"]["estimate"], abl["final"]["lo"], abl["final"]["hi"]) == (0, 0, 0)
+    assert algos["depgpo"]["credit"]["credit/steps_per_success"] == 3.0
+    assert algos["grpo"]["final_eval"]["infra_episodes"] == 1
+    assert cmp_["mde"]["episodes_per_algorithm"] == 9
+    report = (out / "REPORT.md").read_text()
+    assert "| depgpo | 0.675 | — | 0.625 | — | 0.100 | 3.00 | 120 | 0.200 | 0.000 |" in report
+    assert "| grpo | 0.375 | +0.250 [" in report
+    assert "| 0.375 | +0.250 [+0.250, +0.250] | 0.400 | 3.00 | 120 | 1.000 | 0.050 |" in report
+    assert "- DepGPO − grpo: +0.250 [" in report
+    assert "depgpo[subtract_min=false] − depgpo: +0.000 [+0.000, +0.000]: not " \
+           "distinguishable" in report
+    assert "MDE = (z_{1-α/2} + z_{power}) × SE" in report and "a 0.10 difference" in report
+    assert "success 0.310, non_fallback_rate 0.620" in report
+    assert "| single_step | untraced |" in report
+    assert "| [bold]x | plain |" in report  # run text as text, no markup interpreted
+    assert "[bold]x" in (out / "report.html").read_text()
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((out / "summary.json").read_text())["comparisons"]["baselines"]["grpo"]
+
+
+def test_a_run_without_episodes_says_so(tmp_path):
+    """The micro tier's metrics only: no CIs for final success, the rest still reported."""
+    out = tmp_path / "bench"
+    cfg = Cfg(algos=["grpo", "depgpo"], seeds=[0])
+    for algo in cfg.algos:
+        d = out / algo / "seed-0"
+        d.mkdir(parents=True)
+        rows = [{"step": -1, "eval/success": 0.5}, {"step": 0, "success_rate": 0.5},
+                {"step": 1, "success_rate": 0.5, "eval/success": 0.5}]
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    doc = write_report(out, cfg, n_boot=500)
+    assert doc["algorithms"]["depgpo"]["curve"] == [(0, 0.5), (2, 0.5)]
+    assert doc["comparisons"]["baselines"]["grpo"]["final"] is None
+    report = (out / "REPORT.md").read_text()
+    assert "No per-episode final evaluation (eval-final.jsonl)" in report
+    assert "No credit/fallback/<reason> metrics in this run." in report
