@@ -24,16 +24,17 @@ from ..tasks import Task
 from ..tasks.audit import audit_verifier
 from ..tasks.resources import under
 from ..tasks.verifier import run_verifier
-from ..tracer import EnvironmentLayer, parse_session, summarize
+from ..tracer import EnvironmentLayer, SessionTrace, parse_session, summarize
 from ..trialdir import TrialPaths
 
 PROTECTED = ("/tests", "/logs/verifier")
 
 
-def _written(trace_text: str) -> set[str]:
-    """Every path any traced process wrote, created, removed or changed the metadata of."""
+def _written(trace: str | SessionTrace) -> set[str]:
+    """Every path any traced process wrote, created, removed or changed the metadata of
+    (``trace``: the text, or the session parsed from it with the default environment layer)."""
     env = EnvironmentLayer()
-    session = parse_session(trace_text, env=env)
+    session = parse_session(trace, env=env) if isinstance(trace, str) else trace
     events = list(session.unattributed)
     for cmd in session.commands.values():
         events += cmd.events
@@ -64,14 +65,15 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
     traj.integrity += [r for r in agent.integrity if r not in traj.integrity]
     during = _written(window) if window else set()
     verifier_trace = "".join(sandbox.verifier_shell.session_trace)  # as run_verifier saved it
-    verifier_wrote = _written(verifier_trace)
+    verifier_session = parse_session(verifier_trace, env=EnvironmentLayer())  # parsed once
+    verifier_wrote = _written(verifier_session)
     after = set(sandbox.diff())
     # what an agent process made: all changes up to verification, the agent's traced writes
     # during it, and changes during it that the verifier's own trace does not explain
     changed = before | during | (after - before - verifier_wrote) | traj.written_paths()
     hits = audit_verifier(verifier_trace, changed, workdir=sandbox.workdir,
                           instruction=task.instruction, may_modify=task.agent_may_modify,
-                          resolve=agent.resolve)
+                          resolve=agent.resolve, session=verifier_session)
     hit_paths = {h["path"] for h in hits}
     report.tampering = sorted(
         f"{p}: written by an agent process during verification" for p in during

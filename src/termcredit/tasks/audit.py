@@ -44,7 +44,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from ..tracer import EnvironmentLayer, parse_records, parse_session, summarize
+from ..tracer import EnvironmentLayer, SessionTrace, parse_records, parse_session, summarize
 from ..tracer.events import arg_path, is_marker_path, norm
 from ..tracer.lines import Syscall
 from .resources import TESTS_DIR, under
@@ -170,16 +170,19 @@ def _named(text: str, token: str) -> bool:
 # ------------------------------------------------------------------ what the verifier loaded
 
 
-def verifier_loaded(trace_text: str, env: EnvironmentLayer | None = None,
+def verifier_loaded(trace_text: str, env: EnvironmentLayer | None = None, *,
+                    session: SessionTrace | None = None,
                     ) -> tuple[set[str], set[str], dict[str, set[str]]]:
     """(read, executed, aliases) of a verifier's traced session.
 
     ``read``: files whose content the verifier's processes read (both layers, the session's
     unattributed events included); ``executed``: files they executed (the name execve got);
     ``aliases``: resolved path -> the other names processes opened it by (symlinks).
+    ``session``: ``parse_session(trace_text, env=env)`` when the caller has it already.
     """
     env = env or EnvironmentLayer()
-    session = parse_session(trace_text, env=env)
+    if session is None:
+        session = parse_session(trace_text, env=env)
     summaries = [c.summary for c in session.commands.values()]
     summaries.append(summarize(session.unattributed, env))
     read: set[str] = set()
@@ -212,14 +215,17 @@ def _open_aliases(trace_text: str) -> dict[str, set[str]]:
 def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: str,
                    instruction: str, may_modify: Sequence[str] = (),
                    resolve: Callable[[list[str]], Mapping[str, Iterable[str]]] | None = None,
+                   session: SessionTrace | None = None,
                    ) -> list[dict[str, str]]:
     """Toolchain files the verifier executed or loaded that an agent process created or
     modified, not exempt; ``[{"path", "reason"}]`` sorted by path (empty: not suspect).
 
     ``resolve``: called once with the executed paths (sorted), returns executed path -> the
     files the kernel really ran for it, which the trace cannot show (the end of a symlink
-    chain, a ``#!`` interpreter); the caller resolves them in the container."""
-    read, executed, aliases = verifier_loaded(trace_text)
+    chain, a ``#!`` interpreter); the caller resolves them in the container.
+    ``session``: ``parse_session(trace_text)`` (default environment layer), if the caller has
+    parsed the trace already; the text is still read for the names opens asked for."""
+    read, executed, aliases = verifier_loaded(trace_text, session=session)
     exec_targets = resolve(sorted(executed)) if resolve is not None and executed else {}
     changed = {norm(p) for p in agent_changed if isinstance(p, str) and p.startswith("/")}
     work = norm(workdir) if workdir and workdir.startswith("/") else "/"
