@@ -76,7 +76,7 @@ def _per_step(facts: EpisodeFacts, deps: Dependencies, credit: CreditResult,
             seen.update(dict.fromkeys(credit.classes[c]))
         labels.append(tuple(seen))
     wts = step_weights(step_credit, n_tok, has_resources=bool(deps.resources),
-                       subtract_min=cfg.subtract_min)
+                       subtract_min=cfg.subtract_min, untraced_weight=cfg.untraced_weight)
     rel_steps = frozenset(facts.commands[c].index for c in credit.relevant)
     return StepWeights(tuple(steps), tuple(step_credit), wts.f, wts.w, tuple(n_tok),
                        tuple(labels), wts.fallback, rel_steps)

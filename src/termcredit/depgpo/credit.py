@@ -35,6 +35,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -51,6 +52,7 @@ class DepGPOConfig:
     resource_must_persist: bool = True  # a resource write counts only if its effect lasts
     resource_units: bool = False  # mixed writers: resource writes count as records
     writer_support: bool = False  # writers get max(c_w, supporting credit)
+    untraced_weight: float = 1.0  # f_t of a step where no command ran (advantage.step_weights)
     reuse: ReuseConfig = field(default_factory=ReuseConfig)
 
     def __post_init__(self) -> None:
@@ -58,6 +60,9 @@ class DepGPOConfig:
             raise ValueError(f"DepGPOConfig.beta must be in [0, 1], got {self.beta}")
         if self.diff_rewrites not in REWRITE_MODES:
             raise ValueError(f"DepGPOConfig.diff_rewrites: one of {REWRITE_MODES}")
+        if not (math.isfinite(self.untraced_weight) and self.untraced_weight >= 0):
+            raise ValueError("DepGPOConfig.untraced_weight must be finite and >= 0, "
+                             f"got {self.untraced_weight}")
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+from depgpo_testutil import untraced, worked_example
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from termcredit.depgpo import DepGPOConfig, EpisodeFacts, depgpo_step_weights
 from termcredit.depgpo.advantage import step_weights
 
 SETTINGS = settings(max_examples=500, deadline=None, database=None)
@@ -90,3 +92,71 @@ def test_f_mean_one_over_traced_steps(steps, subtract_min):
     if w.fallback is None and subtract_min:
         lo = min(c for c in credits if c is not None)
         assert all(f == 0.0 for f, c in zip(w.f, credits) if c == lo)
+
+
+# ---------------------------------------------------------------- the untraced-step weight u
+def test_untraced_weight_zero_gives_untraced_steps_nothing():
+    # traced f as before: K = 2, min 0, Σ 2 -> (0, ·, 2); the untraced step gets u = 0
+    w = step_weights([0.0, None, 2.0], [10, 5, 30], untraced_weight=0.0)
+    assert w.f == pytest.approx((0.0, 0.0, 2.0)) and w.fallback is None
+    # Σn = 45, Σ n·f = 60 -> scale 3/4: the traced step carries all the tokens' weight
+    assert w.w == pytest.approx((0.0, 0.0, 1.5))
+
+
+def test_untraced_weight_half():
+    w = step_weights([0.0, None, 2.0], [10, 5, 30], untraced_weight=0.5)
+    assert w.f == pytest.approx((0.0, 0.5, 2.0))
+    # Σ n·f = 2.5 + 60 = 62.5 -> scale 45/62.5 = 0.72; Σ n·w = 1.8 + 43.2 = 45
+    assert w.w == pytest.approx((0.0, 0.36, 1.44)) and w.fallback is None
+
+
+def test_untraced_weight_zero_with_tokens_only_on_untraced_steps_falls_back():
+    # f = (0, 2, 0): the only positive weight has no tokens -> nothing to normalise by
+    w = step_weights([0.0, 1.0, None], [3, 0, 4], untraced_weight=0.0)
+    assert w.fallback == "zero-denominator" and w.w == (1.0, 1.0, 1.0)
+    assert step_weights([0.0, 1.0, None], [3, 0, 4]).fallback is None  # u = 1: w = (0, 0, 1)
+
+
+def test_fallback_keeps_unit_weights_whatever_untraced_weight():
+    w = step_weights([0.5, 0.5, None], [1, 2, 3], untraced_weight=0.0)
+    assert w.fallback == "tied-credits" and w.w == (1.0, 1.0, 1.0) and w.f == w.w
+
+
+@pytest.mark.parametrize("u", [-0.1, float("nan"), float("inf")])
+def test_untraced_weight_must_be_finite_and_nonnegative(u):
+    with pytest.raises(ValueError, match=r"^untraced_weight must be finite and >= 0, got"):
+        step_weights([0.0, None], [1, 1], untraced_weight=u)
+    with pytest.raises(ValueError, match=r"^DepGPOConfig\.untraced_weight must be finite and "
+                                         r">= 0, got"):
+        DepGPOConfig(untraced_weight=u)
+
+
+@pytest.mark.parametrize("u,expected", [
+    (1.0, (0.0, 1.5, 1.5, 1.0)),  # the default: Σ n·f = 4 = Σn, scale 1
+    (0.5, (0.0, 12 / 7, 12 / 7, 4 / 7)),
+    (0.0, (0.0, 2.0, 2.0, 0.0)),
+])
+def test_untraced_weight_through_the_training_path(u, expected):
+    """The worked example (credits 0.75, 1, 1) and a `done` step, one token each:
+    f = (0, 1.5, 1.5, u), Σn = 4, Σ n·f = 3 + u -> w = f · 4 / (3 + u)."""
+    ex = worked_example()
+    facts = EpisodeFacts(instruction=ex.instruction, commands=[*ex.commands, untraced(3)],
+                         resources=ex.resources)
+    cfg = DepGPOConfig() if u == 1.0 else DepGPOConfig(untraced_weight=u)
+    sw = depgpo_step_weights(facts, cfg)
+    assert sw.credit == pytest.approx((0.75, 1.0, 1.0, None))
+    assert sw.f == pytest.approx((0.0, 1.5, 1.5, u))
+    assert sw.w == pytest.approx(tuple(f * 4 / (3 + u) for f in (0.0, 1.5, 1.5, u)))
+    assert sw.w == pytest.approx(expected)
+
+
+@SETTINGS
+@given(STEPS, ADV, st.floats(0.0, 10.0, allow_nan=False))
+def test_any_untraced_weight_keeps_the_mean_at_adv_hat(steps, adv_hat, u):
+    credits, n = steps
+    w = step_weights(credits, n, untraced_weight=u)
+    mean = math.fsum(k * adv_hat * x for k, x in zip(n, w.w)) / math.fsum(n)
+    assert math.isclose(mean, adv_hat, rel_tol=1e-9, abs_tol=1e-12)
+    assert all(x >= 0 for x in w.w)
+    if w.fallback is None:
+        assert all(f == u for f, c in zip(w.f, credits) if c is None)
