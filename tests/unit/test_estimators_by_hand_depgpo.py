@@ -149,6 +149,28 @@ def test_depgpo_without_min_subtraction() -> None:
     assert close(out.step_advantages[0], [R2 * 21 / 22, R2 * 14 / 11, 0.0, R2 * 14 / 11])
 
 
+def traj_b_done(reward: float = 1.0) -> Trajectory:
+    """B and then the `done` action (no command ran: an untraced step), tokens [1, 2, 1, 2]."""
+    b = traj_b(reward)
+    return traj(reward, [*b.steps, Step(index=3, action="done")], [1, 2, 1, 2])
+
+
+@pytest.mark.parametrize("kw,weights", [
+    # f = [0, 1.5, 1.5, u]; Σn = 6, Σ n·f = 4.5 + 2u -> w = f·6/(4.5 + 2u)
+    ({}, [0.0, 18 / 13, 18 / 13, 12 / 13]),  # u = 1 (the default): scale 6/6.5
+    ({"untraced_weight": 0.5}, [0.0, 18 / 11, 18 / 11, 6 / 11]),  # scale 6/5.5
+    ({"untraced_weight": 0.0}, [0.0, 2.0, 2.0, 0.0]),  # scale 6/4.5: `done` gets nothing
+])
+def test_depgpo_untraced_weight(kw: dict[str, float], weights: list[float]) -> None:
+    # rewards [1, 0]: Dr.GRPO Â = ±0.5; C falls back (tied credits) to unit weights
+    est = estimators.build("depgpo", std=False, **kw)
+    assert est.cfg.untraced_weight == kw.get("untraced_weight", 1.0)
+    out = est([traj_b_done(1.0), traj_c(0.0)])
+    assert close(out.advantages[0], spread([0.5 * w for w in weights], [1, 2, 1, 2]))
+    assert close(out.advantages[1], spread([-0.5], [1]))
+    assert sum(out.advantages[0]) / 6 == pytest.approx(0.5)  # token-weighted mean is Â
+
+
 def _rewrite(read_first: bool) -> Trajectory:
     """Step 0 writes answer 'a\\nb\\n'; step 1 rewrites it to 'a\\nB\\n' (after reading it, or
     blind); step 2 reads an unrelated file. Rewards are set by the caller's group."""

@@ -5,32 +5,48 @@ keeping the token-weighted mean equal to Â_i."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
-from ..depgpo import DepGPOConfig, depgpo_step_weights
+from ..depgpo import DepGPOConfig, StepWeights, depgpo_step_weights
 from ..depgpo.load import facts_from_trajectory
+from ..records import Trajectory
 from . import EstimatorResult, register
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
+
+
+def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
+    """What DepGPO made of some trajectories (one ``StepWeights`` each): ``fallback/<reason>``,
+    the share of trajectories that fell back to GRPO unit weights for that reason ("none": no
+    fallback); ``fallback_rate``, the share that fell back at all; ``zero_credit_step_frac``,
+    traced steps with credit 0 over traced steps (0.0 without any). The estimator's stats and
+    the trainer's credit metrics both come from here."""
+    n = len(weights)
+    fallbacks = Counter(sw.fallback or "none" for sw in weights)
+    zero = sum(1 for sw in weights for c in sw.credit if c == 0)
+    traced = sum(1 for sw in weights for c in sw.credit if c is not None)
+    stats = {f"fallback/{k}": v / n for k, v in fallbacks.items()}
+    stats["fallback_rate"] = 1.0 - fallbacks["none"] / n if n else 0.0
+    stats["zero_credit_step_frac"] = zero / traced if traced else 0.0
+    return stats
 
 
 @register("depgpo")
 class DepGPO:
     def __init__(self, beta: float = 0.5, subtract_min: bool = True, std: bool = True,
-                 diff_rewrites: str = "if-read", eps: float = 1e-6):
-        self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites)
+                 diff_rewrites: str = "if-read", untraced_weight: float = 1.0,
+                 eps: float = 1e-6):
+        self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
+                                untraced_weight=untraced_weight)
         self.std, self.eps = std, eps
+        # the last call's (trajectory, weights): the trainer's credit metrics reuse them
+        self.weights: list[tuple[Trajectory, StepWeights]] = []
 
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
-        per_step, fallbacks, zero_credit, traced = [], Counter(), 0, 0
-        for traj, a in zip(group, adv_hat):
-            sw = depgpo_step_weights(facts_from_trajectory(traj), self.cfg)
-            per_step.append([a * w for w in sw.w])
-            fallbacks[sw.fallback or "none"] += 1
-            zero_credit += sum(1 for c in sw.credit if c == 0)
-            traced += sum(1 for c in sw.credit if c is not None)
-        stats = {f"fallback/{k}": v / len(group) for k, v in fallbacks.items()}
-        stats["fallback_rate"] = 1.0 - fallbacks["none"] / len(group) if group else 0.0
-        stats["zero_credit_step_frac"] = zero_credit / traced if traced else 0.0
+        weights = [depgpo_step_weights(facts_from_trajectory(t), self.cfg) for t in group]
+        self.weights = list(zip(group, weights))
+        per_step = [[a * w for w in sw.w] for sw, a in zip(weights, adv_hat)]
+        stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
         return EstimatorResult(advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
                                step_advantages=per_step, stats=stats)

@@ -1,0 +1,79 @@
+"""Credit at work, per update, for every algorithm's rollouts: what DepGPO's traced credit makes
+of the group whether or not the estimator reads it, how long successful episodes are, and how
+many episodes infrastructure failures took.
+
+Keys (all under ``credit/``; shares of the group's episodes unless said otherwise):
+
+* ``infra_rate``: infrastructure failures (``harness.infra.is_infra``) over all episodes;
+* over the other episodes, DepGPO's step weights (``depgpo_step_weights``, summarised by
+  ``estimators.depgpo.summarize_weights``, as the DepGPO estimator's own stats are):
+  ``zero_credit_step_frac`` (traced steps with credit 0 over traced steps),
+  ``fallback_rate`` and ``fallback/<reason>`` ("none": DepGPO's weights were used);
+  absent when every episode was an infrastructure failure;
+* ``steps_per_success`` and ``tokens_per_success`` (sampled action tokens, the sum of the loss
+  mask, over the successful episodes that have tokens): means over the successful episodes
+  (training reward ≥ 1); absent when none succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..depgpo import DepGPOConfig, StepWeights, depgpo_step_weights
+from ..depgpo.load import facts_from_trajectory
+from ..estimators import reward_of
+from ..estimators.depgpo import DepGPO, summarize_weights
+from ..harness.infra import is_infra
+from ..records import Trajectory
+
+PREFIX = "credit/"
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def credit_metrics(trajs: Sequence[Trajectory], cfg: DepGPOConfig | None = None,
+                   known: Sequence[tuple[Trajectory, StepWeights]] = ()) -> dict[str, float]:
+    """The ``credit/…`` metrics of one update's episodes (see the module docstring).
+
+    ``cfg``: DepGPO's settings (default ``DepGPOConfig()``); ``known``: (trajectory, weights)
+    already computed with that ``cfg`` (the DepGPO estimator's ``weights``), reused for the
+    very same trajectory objects instead of being computed again."""
+    if not trajs:
+        return {}
+    cfg = cfg or DepGPOConfig()
+    # ``known`` holds its trajectories alive, so none of their ids belongs to another object
+    reuse = {id(t): sw for t, sw in known}
+    ok = [t for t in trajs if not is_infra(t)]
+    out = {f"{PREFIX}infra_rate": (len(trajs) - len(ok)) / len(trajs)}
+    if ok:
+        weights = [reuse.get(id(t)) or depgpo_step_weights(facts_from_trajectory(t), cfg)
+                   for t in ok]
+        out.update({PREFIX + k: v for k, v in summarize_weights(weights).items()})
+    wins = [t for t in ok if reward_of(t) >= 1.0]
+    if wins:
+        out[f"{PREFIX}steps_per_success"] = _mean([len(t.steps) for t in wins])
+        tokens = [sum(t.tokens.loss_mask) for t in wins if t.tokens is not None]
+        if tokens:
+            out[f"{PREFIX}tokens_per_success"] = _mean(tokens)
+    return out
+
+
+def depgpo_part(estimator: Any) -> DepGPO | None:
+    """The DepGPO estimator in ``estimator`` (itself, or a part of a sum such as depgpo+opd)."""
+    for part in getattr(estimator, "parts", [estimator]):
+        if isinstance(part, DepGPO):
+            return part
+    return None
+
+
+def credit_metrics_for(trajs: Sequence[Trajectory], estimator: Any) -> dict[str, float]:
+    """``credit_metrics`` as the trainer calls it after the estimator ran: with a DepGPO
+    estimator its settings and its weights of the trajectories it just saw; otherwise
+    DepGPO's defaults, computed from the traces."""
+    dep = depgpo_part(estimator)
+    if dep is None:
+        return credit_metrics(trajs)
+    return credit_metrics(trajs, dep.cfg, dep.weights)
