@@ -12,6 +12,8 @@ Group used throughout:
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 from test_estimators_by_hand_depgpo import ANSWER, STAGE, step, traj, traj_b, traj_c
 
@@ -98,8 +100,7 @@ def test_the_estimators_stats_and_the_metrics_are_one_summary(monkeypatch) -> No
     group = [success(), failure(), traj_b(0.0)]
     est = estimators.build("depgpo", beta=0.0)
     out = est(group)
-    assert [t for t, _ in est.weights] == group
-    summary = summarize_weights([sw for _, sw in est.weights])
+    summary = summarize_weights([est.weights_of(t) for t in group])
     assert {k: out.stats[k] for k in summary} == summary
     # S 1 zero of 3, F 1 of 1, B (β = 0) 1 of 3; fallbacks: F only
     assert out.stats["zero_credit_step_frac"] == pytest.approx(3 / 7)
@@ -115,6 +116,35 @@ def test_the_estimators_stats_and_the_metrics_are_one_summary(monkeypatch) -> No
     both = estimators.build("depgpo+opd", beta=0.0)
     both(group)
     assert credit_metrics_for(group, both)["credit/zero_credit_step_frac"] == pytest.approx(3 / 7)
+
+
+def test_an_updates_groups_are_all_reused(monkeypatch) -> None:
+    """Several groups per update, one estimator call each: the metrics over all of them
+    compute nothing again; a trajectory the estimator never saw (an infra failure, or one
+    that only looks the same) is computed; gone trajectories leave the estimator's memory."""
+    est = estimators.build("depgpo", beta=0.0)
+    g1, g2 = [success(), failure()], [traj_b(0.0), traj_c(1.0)]
+    est(g1)
+    est(g2)
+    assert est.weights_of(success()) is None and est.weights_of(g1[0]) is not None
+    calls = []
+    real = cm.depgpo_step_weights
+    monkeypatch.setattr(cm, "depgpo_step_weights", lambda *a: calls.append(a) or real(*a))
+    # zeros: S 1 of 3, F 1 of 1, B (β = 0) 1 of 3, C 1 of 1; fallbacks: F and C (tied)
+    out = credit_metrics_for([*g1, *g2, infra()], est)
+    assert calls == []
+    assert out["credit/zero_credit_step_frac"] == pytest.approx(4 / 8)
+    assert out["credit/fallback_rate"] == pytest.approx(2 / 4)
+    assert out["credit/infra_rate"] == pytest.approx(1 / 5)
+    credit_metrics_for([g1[0], success()], est)
+    assert len(calls) == 1
+    del g1
+    est(g2)
+    assert len(est._seen) == 2  # g1's entries went with g1
+    # an id once another's (freed before the estimator's next call) is not that one
+    other = success()
+    est._seen[id(other)] = (weakref.ref(g2[0]), est.weights_of(g2[0]))
+    assert est.weights_of(other) is None
 
 
 def test_other_algorithms_get_depgpos_defaults_from_the_traces() -> None:

@@ -4,6 +4,7 @@ keeping the token-weighted mean equal to Â_i."""
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 
@@ -38,13 +39,20 @@ class DepGPO:
         self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
                                 untraced_weight=untraced_weight)
         self.std, self.eps = std, eps
-        # the last call's (trajectory, weights): the trainer's credit metrics reuse them
-        self.weights: list[tuple[Trajectory, StepWeights]] = []
+        # id -> (trajectory, weights) of the trajectories it weighed that are still alive, for
+        # the trainer's credit metrics (an update's groups are weighed one call each)
+        self._seen: dict[int, tuple[weakref.ref[Trajectory], StepWeights]] = {}
+
+    def weights_of(self, traj: Trajectory) -> StepWeights | None:
+        """The weights this estimator gave ``traj`` (the very object), if it weighed it."""
+        hit = self._seen.get(id(traj))
+        return hit[1] if hit is not None and hit[0]() is traj else None
 
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [depgpo_step_weights(facts_from_trajectory(t), self.cfg) for t in group]
-        self.weights = list(zip(group, weights))
+        self._seen = {k: v for k, v in self._seen.items() if v[0]() is not None}
+        self._seen.update((id(t), (weakref.ref(t), sw)) for t, sw in zip(group, weights))
         per_step = [[a * w for w in sw.w] for sw, a in zip(weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))

@@ -70,10 +70,12 @@ def depgpo_part(estimator: Any) -> DepGPO | None:
 
 
 def credit_metrics_for(trajs: Sequence[Trajectory], estimator: Any) -> dict[str, float]:
-    """``credit_metrics`` as the trainer calls it after the estimator ran: with a DepGPO
-    estimator its settings and its weights of the trajectories it just saw; otherwise
-    DepGPO's defaults, computed from the traces."""
+    """``credit_metrics`` as the trainer calls it after the estimator ran on the update's
+    groups: with a DepGPO estimator, its settings and the weights it gave these trajectories
+    (computed only for those it did not weigh: infra failures, masked ones, skipped groups);
+    otherwise DepGPO's defaults, all computed from the traces."""
     dep = depgpo_part(estimator)
     if dep is None:
         return credit_metrics(trajs)
-    return credit_metrics(trajs, dep.cfg, dep.weights)
+    known = [(t, sw) for t in trajs if (sw := dep.weights_of(t)) is not None]
+    return credit_metrics(trajs, dep.cfg, known)
