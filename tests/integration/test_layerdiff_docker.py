@@ -65,7 +65,7 @@ def test_verifier_and_root_writes_match_too(sandbox):
     assert ours["/tests/test_x.py"] == 1 and ours["/etc/motd"] == 0
 
 
-def test_falls_back_to_the_api(sandbox, monkeypatch):
+def test_falls_back_to_the_api(sandbox):
     sb = sandbox()
     sb.run("touch /root/f")
     want = sb.api_diff()
