@@ -212,3 +212,33 @@ def test_a_huge_variable_is_unknown_state_not_tampering(sandbox):
     after = sb.run("small=2")
     assert list(after.shell) == ["small"] and after.shell["small"].startswith("var:")
     assert after.integrity == []
+
+
+def test_a_shell_that_died_between_commands_restarts(sandbox):
+    """The shell is gone when the next command is written (killed after its step ended): the
+    write fails with EPIPE; the session restarts the shell where it stood and the step gets
+    the dead shell's status, instead of SIGPIPE killing the shim and both sessions with it."""
+    sb = sandbox()
+    sb.run("cd /etc; (sleep 0.3; kill -9 $$) >/dev/null 2>&1 &")
+    time.sleep(1.0)
+    r = sb.run("echo never reached")
+    assert r.shell_restarted and r.exit_code == 137  # 128 + SIGKILL
+    assert sb.run("pwd; echo ok").stdout == "/etc\nok\n"
+    assert sb.verifier_shell is not None
+
+
+def test_bash_crashing_on_its_own_is_the_agents_step(sandbox):
+    """bash 5.2 corrupts its heap after an eval that ends inside an unterminated "$(" and
+    aborts a few commands later: the step that finds it dead gets its status (134, SIGABRT),
+    the shell restarts, the episode goes on."""
+    sb = sandbox()
+    assert sb.run('echo "$(cat /tmp/x').exit_code == 2
+    codes = [sb.run(c).exit_code for c in ("echo mid", "ls x)", "echo after")]
+    assert 134 in codes or 139 in codes, codes  # the crash surfaced as a step's status
+    assert sb.run("echo ok").stdout == "ok\n"
+
+
+def test_agent_commands_keep_the_default_sigpipe(sandbox):
+    """The shim ignores SIGPIPE for itself; the agent's processes must not inherit that."""
+    r = sandbox().run('yes | head -c 4; echo " ${PIPESTATUS[*]}"')
+    assert r.stdout == "y\ny\n 141 0\n"  # yes killed by SIGPIPE (128 + 13)

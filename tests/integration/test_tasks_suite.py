@@ -57,7 +57,10 @@ def test_task_follows_the_house_style(task_dir):
     assert re.search(r"^FROM termcredit/base\s*$", dockerfile, re.M)
     assert 1 <= oracle_steps(task_dir) <= 6
     test_sh = (task_dir / "tests" / "test.sh").read_text()
-    assert "python3 -m pytest -q -p no:cacheprovider /tests/test_" in test_sh
+    # pytest, or (the credit tasks: pytest's start-up was most of a traced verifier's cost) the
+    # stdlib runner of every test_ function of /tests/test_*.py, isolated from /app and PYTHON*
+    assert ("python3 -m pytest -q -p no:cacheprovider /tests/test_" in test_sh
+            or ("python3 -I -S -c " in test_sh and 'f.startswith("test_")' in test_sh))
     assert "echo 1 > /logs/verifier/reward.txt" in test_sh
     assert "echo 0 > /logs/verifier/reward.txt" in test_sh
     assert not re.search(r"^\s*fi\s*>", test_sh, re.M)  # the whole if-block redirected

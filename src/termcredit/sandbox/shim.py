@@ -21,7 +21,6 @@ whose byte lengths the header lists in ``"blobs"``. Every request names its sess
 import json
 import os
 import select
-import signal
 import struct
 import sys
 import threading
@@ -105,7 +104,10 @@ def handle(sessions, req, blobs):
 
 
 def main():
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # SIGPIPE stays ignored (Python's default): a write to a shell that died (bash can crash on
+    # its own, e.g. heap corruption after some eval parse errors) must be an EPIPE the session
+    # handles by restarting the shell, not a signal that kills the shim and every session with
+    # it. A host that went away still ends the shim: EOF on stdin, or a failed send.
     sessions = {}
     for name, scfg in CFG["sessions"].items():
         sessions[name] = Session(name, scfg["mark"], scfg["strace"], CFG["nsinit"],
