@@ -202,8 +202,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench.protocol import bench_config, run_bench
 
-    cfg = bench_config(args.tier, model=args.model, algos=args.algo, seeds=args.seed,
-                       steps=args.steps, lr=args.lr, device=args.device)
+    try:
+        cfg = bench_config(args.tier, ablations=args.ablations, model=args.model,
+                           algos=args.algo, seeds=args.seed, steps=args.steps, lr=args.lr,
+                           device=args.device)
+    except ValueError as exc:
+        console.print(shown(f"termcredit bench: {exc}", "red"))
+        return 2
     out = run_bench(cfg, Path(args.out) if args.out else None, console)
     print(out)
     return 0
@@ -344,10 +349,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "one warm-started checkpoint with identical budgets and seeds; evaluate on "
                        "held-out instances; write runs/bench-<stamp>/ (summary.json, curves.png, "
                        "report.html, REPORT.md) and runs/bench-latest.")
-    b.add_argument("--tier", default="quick", choices=["quick", "full", "micro"],
-                   help="quick (default; ~20-30 min on 2 cores), full (GPU-ready), micro (smoke)")
+    b.add_argument("--tier", default="quick", choices=["quick", "credit", "full", "micro"],
+                   help="quick (default; the credit tier's small brother, < 30 min on 2 "
+                   "cores), credit (the claim: 3 seeds, CIs; < 3 h on 2 cores), full "
+                   "(whole suite, GPU-ready), micro (smoke)")
     b.add_argument("--model", help="policy to warm-start (default tiny): smollm2-135m or a dir")
-    b.add_argument("--algo", action="append", help="only these algorithms (repeatable)")
+    b.add_argument("--algo", action="append",
+                   help="only these algorithms (repeatable); settings in brackets, e.g. "
+                   "'depgpo[subtract_min=false]'")
+    b.add_argument("--ablations", action="store_true",
+                   help="DepGPO's own choices instead of the algorithms: depgpo, "
+                   "subtract_min off, untraced-step weight 0, beta 0, diff_rewrites never")
     b.add_argument("--seed", action="append", type=int, help="seeds (repeatable)")
     b.add_argument("--steps", type=int, help="updates per run")
     b.add_argument("--lr", type=float, help="learning rate (the same for every algorithm)")

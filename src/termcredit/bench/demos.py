@@ -4,10 +4,11 @@ Recipe (documented in the README): for each task, the oracle's commands (solutio
 split into its top-level commands by bash's grammar, `split.split_commands`: multi-line
 quotes, here-documents and continued lines kept whole, comments dropped; a multi-line command
 is the action as a ```bash block, which `parse_action` reads whole) make a clean demonstration
-ending in `done`. The noisy set mixes, per task: clean copies, copies with exploration commands
-before the work (`ls`, `cat`, `find` of the task's folder), copies with a distractor write after it
-(`echo ... > /tmp/debug.log`), and wrong copies (the answer written to the wrong file, or a
-pipeline with its last stage dropped). Observations are short synthetic ones ("exit code: 0"):
+ending in `done`. The noisy set (``MIX``, eight copies per task) mixes: copies with an
+exploration command before the work (`ls`, `find` of the task's folder), with a distractor
+write after it (`echo ... > /tmp/debug.log`), with both, one clean copy, and two wrong chains
+(one command broken: the answer written to the wrong file, a pipeline's last stage dropped, or
+a path typo; the others as written). Observations are short synthetic ones ("exit code: 0"):
 the policy learns the shape of a solution, not any instance's data.
 """
 
@@ -41,11 +42,17 @@ def _action(command: str) -> str:
 
 
 def wrong_variant(cmd: str, rng: random.Random) -> str:
+    """A broken copy of ``cmd`` (never ``cmd`` itself)."""
     if ">" in cmd and rng.random() < 0.5:
-        return re.sub(r">\s*(\S+)\s*$", "> /tmp/out.txt", cmd)  # the answer in the wrong place
+        out = re.sub(r">\s*(\S+)\s*$", "> /tmp/out.txt", cmd)  # the answer in the wrong place
+        if out != cmd:
+            return out
     if "|" in cmd:
         return cmd.rsplit("|", 1)[0].rstrip()  # the last stage of the pipeline dropped
-    return cmd.replace("/app", "/ap", 1)  # a typo in the path
+    if "/app" in cmd:
+        return cmd.replace("/app", "/ap", 1)  # a typo in the path
+    # a typo in the first path: its last character dropped
+    return re.sub(r"(/[\w.-]*[\w.-])[\w.-]", r"\1", cmd, count=1) if "/" in cmd else cmd + "x"
 
 
 def clean_demos(task: Task) -> list[Demo]:
@@ -53,19 +60,27 @@ def clean_demos(task: Task) -> list[Demo]:
     return [Demo(task.instruction, [(c, OK) for c in cmds] + [("done", "")])]
 
 
-def noisy_demos(task: Task, rng: random.Random, copies: int = 6) -> list[Demo]:
+# The noisy mix, per task, as (exploration first, wrong chain, distractor after). Most copies
+# solve the task with a step that does nothing for it next to the work (a look around first,
+# a stray write after), so the start policy's successful episodes usually hold steps of
+# different credit; the wrong chains fail (one command broken, the rest run as written).
+MIX = [(True, False, False), (False, False, True), (True, False, True), (True, False, False),
+       (False, False, False), (True, True, False), (False, True, True), (True, False, False)]
+
+
+def noisy_demos(task: Task, rng: random.Random, copies: int = len(MIX)) -> list[Demo]:
     cmds = _commands(task)
     demos = []
     for k in range(copies):
-        kind = k % 4
+        explore, wrong, distract = MIX[k % len(MIX)]
         turns = [(c, OK) for c in cmds]
-        if kind == 1:
-            turns = [(rng.choice(EXPLORE), "exit code: 0\nstdout:\n...")] + turns
-        elif kind == 2:
-            turns = turns + [(rng.choice(DISTRACT), OK)]
-        elif kind == 3:
+        if wrong:
             i = rng.randrange(len(turns))
             turns[i] = (wrong_variant(turns[i][0], rng), OK)
+        if explore:
+            turns = [(rng.choice(EXPLORE), "exit code: 0\nstdout:\n...")] + turns
+        if distract:
+            turns = turns + [(rng.choice(DISTRACT), OK)]
         turns = [(_action(c), obs) for c, obs in turns]
         demos.append(Demo(task.instruction, turns + [("done", "")]))
     return demos

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 import torch
 from rich.console import Console
+from rich.text import Text
 
 from .. import estimators
 from ..tasks import find_tasks
@@ -33,11 +35,18 @@ from ..trainer.config import TrainConfig
 from ..trainer.policy import load_policy
 from ..trainer.sft import sft
 from ..trainer.train import Trainer
-from .demos import clean_demos, noisy_demos
+from .demos import clean_demos, noisy_demos, oracle_commands
+from .stats import run_dir_name
 
 ALGOS = ["grpo", "gigpo", "adastep", "depgpo", "opd", "depgpo+opd"]
-# short oracles (one or two commands) that the warm-started tiny policy solves sometimes, not always
-QUICK_TASKS = ["hello-world", "disk-usage-report", "build-zipapp", "rename-function"]
+# DepGPO's own choices, each switched on its own (issue #16's ablations; DepGPO only)
+ABLATIONS = ["depgpo", "depgpo[subtract_min=false]", "depgpo[untraced_weight=0]",
+             "depgpo[beta=0]", "depgpo[diff_rewrites=never]"]
+# chains of >= 2 dependent commands (a later one consumes a file or value an earlier one
+# made) among natural decoys: where credit from what commands did can differ from GRPO's
+CREDIT_TASKS = ["patch-port-config", "failing-job-state", "repack-fixed-archive",
+                "stage-and-summarize", "restore-newest-backup", "repair-checksum-mismatch"]
+TURNS_OVER_ORACLE = 2  # turn budget: the oracle's steps + 2 (room to look around, not to roam)
 
 
 @dataclass
@@ -45,10 +54,12 @@ class BenchConfig:
     tier: str = "quick"
     model: str = "tiny"
     algos: list[str] = field(default_factory=lambda: list(ALGOS))
-    tasks: list[str] = field(default_factory=lambda: [f"tasks/{t}" for t in QUICK_TASKS])
+    tasks: list[str] = field(default_factory=lambda: [f"tasks/{t}" for t in CREDIT_TASKS])
     seeds: list[int] = field(default_factory=lambda: [0])
     steps: int = 20
     group_size: int = 8
+    tasks_per_step: int = 0  # 0: every task in every update (one group each)
+    turns_over_oracle: int | None = TURNS_OVER_ORACLE  # None: rollout's max_turns for all
     lr: float = 1e-4
     eval_every: int = 10
     eval_instances: list[int] = field(default_factory=lambda: [1000, 1001])
@@ -64,30 +75,80 @@ class BenchConfig:
     device: str = "cpu"
 
 
+_ROLLOUT = {"max_turns": 5, "max_new_tokens": 128, "command_timeout": 10.0, "obs_chars": 300}
 TIERS: dict[str, dict[str, Any]] = {
-    "quick": {},  # finishes on 2 CPU cores in about 20-30 minutes
+    # the claim: every update sees each credit task (6 groups of 8), 3 seeds, 216 held-out
+    # evaluation episodes per algorithm and seed (6 tasks x 36 instances, one episode each:
+    # episodes independent, so resampling them is honest)
+    "credit": {"seeds": [0, 1, 2], "steps": 12, "group_size": 8, "eval_every": 12,
+               "eval_instances": list(range(1000, 1036)), "eval_samples": 1,
+               "warm_steps": 150, "teacher_steps": 100, "rollout": dict(_ROLLOUT)},
+    # the credit tier's small brother (same tasks, one seed, fewer updates and episodes):
+    # a smoke test and a trend on 2 CPU cores in under 30 minutes, never a claim
+    "quick": {"seeds": [0], "steps": 6, "group_size": 6, "eval_every": 6,
+              "eval_instances": list(range(1000, 1008)), "eval_samples": 1,
+              "warm_steps": 150, "teacher_steps": 100, "rollout": dict(_ROLLOUT)},
     # whole suite ([] = every task whose oracle does not read /solution at run time), longer
     # commands and episodes, three seeds: hours on CPU, meant for a GPU (--device cuda)
     "full": {"seeds": [0, 1, 2], "steps": 120, "group_size": 8, "eval_every": 10,
-             "tasks": [], "eval_instances": [1000, 1001, 1002, 1003], "warm_steps": 800,
+             "tasks": [], "tasks_per_step": 1, "turns_over_oracle": None,
+             "eval_instances": [1000, 1001, 1002, 1003], "warm_steps": 800,
              "teacher_steps": 800,
              "rollout": {"max_turns": 5, "max_new_tokens": 256, "command_timeout": 20.0,
                          "obs_chars": 600}},
     "micro": {"model": "micro", "steps": 2, "group_size": 2, "eval_every": 2, "warm_steps": 30,
               "teacher_steps": 40, "tasks": ["tasks/hello-world"], "eval_samples": 2,
+              "turns_over_oracle": None,
               "rollout": {"max_turns": 2, "max_new_tokens": 24, "command_timeout": 10.0}},
 }
 
 
-def bench_config(tier: str, **overrides: Any) -> BenchConfig:
+def bench_config(tier: str, *, ablations: bool = False, **overrides: Any) -> BenchConfig:
+    """The tier's settings with the command line's on top; ``ablations``: DepGPO's variants
+    instead of the algorithms (unless ``algos`` is given)."""
     if tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}: choose from {', '.join(TIERS)}")
     data = {**TIERS[tier], **{k: v for k, v in overrides.items() if v is not None}}
+    if ablations and not overrides.get("algos"):
+        data["algos"] = list(ABLATIONS)
     cfg = BenchConfig(tier=tier, **data)
+    for spec in cfg.algos:
+        parse_algo(spec)  # a typo fails now, not hours in
     if not cfg.tasks:
         cfg.tasks = [str(t.path) for t in find_tasks(["tasks"])
                      if "/solution" not in (t.solution_dir / "solve.sh").read_text()]
     return cfg
+
+
+def parse_algo(spec: str) -> tuple[str, dict[str, Any]]:
+    """``depgpo[subtract_min=false,beta=0]`` -> ("depgpo", {"subtract_min": False, "beta": 0}):
+    an estimator of the registry and settings for it (values read as TOML: true, 0.5, "x";
+    a bare word is a string)."""
+    name, _, rest = spec.partition("[")
+    if rest and not rest.endswith("]"):
+        raise ValueError(f"--algo {spec!r}: settings go in brackets, e.g. depgpo[beta=0]")
+    kwargs: dict[str, Any] = {}
+    for item in filter(None, rest[:-1].split(",")):
+        key, eq, val = item.partition("=")
+        if not eq or not key.strip():
+            raise ValueError(f"--algo {spec!r}: {item!r} is not key=value")
+        try:
+            kwargs[key.strip()] = tomllib.loads(f"v = {val.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            kwargs[key.strip()] = val.strip()
+    try:
+        estimators.build(name, **kwargs)  # an unknown name or setting fails here
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"--algo {spec!r}: {exc}") from exc
+    return name, kwargs
+
+
+def turn_budget(cfg: BenchConfig) -> dict[str, int]:
+    """Turns per task folder: the oracle's steps + ``turns_over_oracle``."""
+    if cfg.turns_over_oracle is None:
+        return {}
+    return {t.path.name: len(oracle_commands(t)) + cfg.turns_over_oracle
+            for t in find_tasks(cfg.tasks)}
 
 
 def _sft_checkpoint(cfg: BenchConfig, dest: Path, demos: list, steps: int,
@@ -114,17 +175,20 @@ def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | Non
     noisy = [d for t in tasks for d in noisy_demos(t, rng)]
     start = _sft_checkpoint(cfg, out / "start", noisy, cfg.warm_steps, console)
     teacher = None
-    if any(estimators.TEACHER_LOGPROBS in estimators.needs(a) for a in cfg.algos):
+    if any(estimators.TEACHER_LOGPROBS in estimators.needs(parse_algo(a)[0])
+           for a in cfg.algos):
         clean = [d for t in tasks for d in clean_demos(t)]
         teacher = _sft_checkpoint(cfg, out / "teacher", clean, cfg.teacher_steps, console)
     return start, teacher
 
 
-def _train_config(cfg: BenchConfig, algo: str, seed: int, start: str,
+def _train_config(cfg: BenchConfig, spec: str, seed: int, start: str,
                   teacher: str | None) -> TrainConfig:
+    algo, settings = parse_algo(spec)
     return TrainConfig(
-        algo=algo, model=start, tasks=list(cfg.tasks), group_size=cfg.group_size,
-        steps=cfg.steps, lr=cfg.lr, seed=seed, device=cfg.device,
+        algo=algo, estimator=settings, model=start, tasks=list(cfg.tasks),
+        group_size=cfg.group_size, tasks_per_step=cfg.tasks_per_step,
+        turn_budget=turn_budget(cfg), steps=cfg.steps, lr=cfg.lr, seed=seed, device=cfg.device,
         teacher=teacher if estimators.TEACHER_LOGPROBS in estimators.needs(algo) else None,
         eval_every=cfg.eval_every, eval_instances=list(cfg.eval_instances),
         eval_samples=cfg.eval_samples, eval_temperature=cfg.eval_temperature,
@@ -140,13 +204,35 @@ def _start_eval(cfg: BenchConfig, out: Path, seed: int, start: str,
         tcfg = _train_config(cfg, "grpo", seed, start, None)
         trainer = Trainer(tcfg, out / "start-eval" / f"seed-{seed}", console=console)
         try:
-            row = {"step": -1, **trainer.evaluate(-1),
+            row = {"step": -1, **trainer.evaluate(-1, out / "start" / f"eval-seed-{seed}.jsonl"),
                    "time": datetime.now().isoformat(timespec="seconds")}
         finally:
             trainer.close()
         path.write_text(json.dumps(row))
-        console.print(f"[dim]start: held-out success {row['eval/success']:.3f} (seed {seed})")
-    return json.loads(path.read_text())
+    row = json.loads(path.read_text())
+    fallback = row.get("eval/credit/fallback_rate")
+    console.print(Text(
+        f"start (seed {seed}): held-out success {row['eval/success']:.3f} (aim: 0.2-0.5)"
+        + ("" if fallback is None else
+           f", DepGPO non-fallback {1 - fallback:.3f} (aim: >= 0.5)"), style="dim"))
+    return row
+
+
+def _start_stats(out: Path, rows: list[dict[str, Any]]) -> None:
+    """start/start-stats.json: the starting point over seeds, as the tier is tuned to have it
+    (success in [0.2, 0.5]; DepGPO redistributes on >= half of the trajectories)."""
+    if not rows:
+        return
+    succ = [r["eval/success"] for r in rows]
+    nonfb = [1 - r["eval/credit/fallback_rate"] for r in rows
+             if "eval/credit/fallback_rate" in r]
+    stats = {"success": sum(succ) / len(succ), "success_per_seed": succ,
+             "non_fallback": sum(nonfb) / len(nonfb) if nonfb else None,
+             "non_fallback_per_seed": nonfb, "episodes_per_seed": [r["eval/episodes"] for r in rows],
+             "fallback_reasons": {k.removeprefix("eval/credit/fallback/"): sum(
+                 r.get(k, 0.0) for r in rows) / len(rows) for r in rows for k in r
+                 if k.startswith("eval/credit/fallback/")}}
+    (out / "start" / "start-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
 
 
 def run_bench(cfg: BenchConfig, out: Path | None = None,
@@ -156,10 +242,13 @@ def run_bench(cfg: BenchConfig, out: Path | None = None,
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(asdict(cfg), indent=2))
     start, teacher = _warm(cfg, out, console)
+    start_rows = [_start_eval(cfg, out, seed, start, console)
+                  for seed in cfg.seeds] if cfg.eval_every else []
+    _start_stats(out, start_rows)
     for seed in cfg.seeds:
-        start_row = _start_eval(cfg, out, seed, start, console) if cfg.eval_every else None
+        start_row = start_rows[cfg.seeds.index(seed)] if start_rows else None
         for algo in cfg.algos:
-            run_dir = out / algo.replace("+", "_plus_") / f"seed-{seed}"
+            run_dir = out / run_dir_name(algo) / f"seed-{seed}"
             if (run_dir / "done.json").is_file():
                 continue  # a rerun of the same bench directory resumes where it stopped
             resume = (run_dir / "checkpoints").is_dir()

@@ -28,6 +28,11 @@ class TrainConfig:
     out: str | None = None
     teacher: str | None = None  # OPD teacher: a policy with the same tokenizer
     train_instances: int = 8  # instance seeds 0..n-1 (parametrised tasks)
+    # groups per update: this many tasks round robin, one group of group_size each; 0: every
+    # task in every update (each update then sees the whole task set)
+    tasks_per_step: int = 1
+    # turns per episode by task folder name (e.g. the oracle's steps + 2); others: rollout's
+    turn_budget: dict[str, int] = field(default_factory=dict)
     eval_every: int = 0  # 0: no periodic evaluation
     eval_at_start: bool = False  # also evaluate before the first update (logged as step -1)
     eval_instances: list[int] = field(default_factory=lambda: [1000, 1001])
@@ -47,12 +52,22 @@ class TrainConfig:
     rollout: dict[str, Any] = field(default_factory=dict)  # RolloutConfig fields
 
     def __post_init__(self) -> None:
+        if self.tasks_per_step < 0:
+            raise ConfigError(f"field 'tasks_per_step': 0 (every task) or more, "
+                              f"not {self.tasks_per_step}")
+        bad = {k: v for k, v in self.turn_budget.items() if not isinstance(v, int) or v < 1}
+        if bad:
+            raise ConfigError(f"field 'turn_budget': turns must be integers >= 1: {bad}")
         if self.integrity not in INTEGRITY_POLICIES:
             raise ConfigError(f"field 'integrity': must be one of "
                               f"{', '.join(map(repr, INTEGRITY_POLICIES))}, not {self.integrity!r}")
 
-    def rollout_config(self) -> RolloutConfig:
-        return RolloutConfig(**self.rollout)
+    def rollout_config(self, task_dir: str | None = None) -> RolloutConfig:
+        """The rollout settings, with ``task_dir``'s own turn budget when it has one."""
+        rc = RolloutConfig(**self.rollout)
+        if task_dir is not None and task_dir in self.turn_budget:
+            rc.max_turns = self.turn_budget[task_dir]
+        return rc
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

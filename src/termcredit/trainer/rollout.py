@@ -59,22 +59,30 @@ def _append(tok: TokenLayout, ids: list[int], logprobs: list[float] | None) -> t
     return start, len(tok.token_ids)
 
 
-def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: SandboxPool,
-                  group_size: int, out_dir: Path, cfg: RolloutConfig, *, instance: int = 0,
-                  policy_version: int = 0, seed: int | None = None,
+def rollout_group(policy: Any, layout: Any, task: Task, image: str | list[str],
+                  pool: SandboxPool, group_size: int, out_dir: Path, cfg: RolloutConfig, *,
+                  instance: int | list[int] = 0, policy_version: int = 0,
+                  seed: int | None = None,
                   before_finish: Callable[[list[Trajectory]], None] | None = None,
                   ) -> list[Trajectory]:
     """Run ``group_size`` episodes; returns their trajectories (verified, files on disk).
-    ``before_finish`` sees the trajectories once the turns are over, before verification and
-    before anything is written (e.g. the trainer's teacher scoring), so each trajectory is
-    written once, complete."""
-    spec = task_spec(task, image)
-    pool.plan([spec] * group_size)
+    ``image`` and ``instance`` are one for the whole group (a training group: the same
+    initial state) or one per episode (an evaluation batch over held-out instances, generated
+    together). ``before_finish`` sees the trajectories once the turns are over, before
+    verification and before anything is written (e.g. the trainer's teacher scoring), so each
+    trajectory is written once, complete."""
+    images = [image] * group_size if isinstance(image, str) else list(image)
+    instances = [instance] * group_size if isinstance(instance, int) else list(instance)
+    if not len(images) == len(instances) == group_size:
+        raise ValueError(f"rollout_group: {group_size} episodes but {len(images)} images and "
+                         f"{len(instances)} instances")
+    specs = [task_spec(task, im) for im in images]
+    pool.plan(specs)
     t_env = time.monotonic()
     prompt = layout.prompt_ids(cfg.system_prompt, task.instruction)
     episodes: list[_Turns] = []
-    for k in range(group_size):
-        ep = Episode(task, pool, spec, out_dir / f"g{k}", agent=str(policy), instance=instance,
+    for k, (spec, inst) in enumerate(zip(specs, instances)):
+        ep = Episode(task, pool, spec, out_dir / f"g{k}", agent=str(policy), instance=inst,
                      command_timeout=cfg.command_timeout,
                      info={"policy_version": policy_version})
         tok = TokenLayout()

@@ -33,6 +33,7 @@ from ..tasks import Task, find_tasks
 from ..tasks.build import build_image
 from .checkpoint import latest_checkpoint, load_state, save_checkpoint
 from .config import TrainConfig, dump_config
+from .credit_metrics import credit_metrics, credit_metrics_for
 from .loss import LossConfig
 from .policy import load_policy
 from .providers import providers_for
@@ -41,10 +42,30 @@ from .rollout import rollout_group
 
 
 EVAL_SEED_OFFSET = 7919  # evaluation samples never share a seed with that step's rollouts
+EVAL_FINAL = "eval-final.jsonl"  # the last evaluation's episodes, one JSON line each
 
 
 def _mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
+
+
+def step_groups(tasks: list[Task], step: int, tasks_per_step: int,
+                train_instances: int) -> list[tuple[Task, int]]:
+    """The (task, instance) of each group of update ``step``: ``tasks_per_step`` tasks round
+    robin (0: every task), each task walking through its training instances in turn."""
+    n = len(tasks)
+    k = tasks_per_step or n
+    groups = []
+    for slot in range(step * k, step * k + k):
+        task = tasks[slot % n]
+        groups.append((task, (slot // n) % train_instances if task.parametrized else 0))
+    return groups
+
+
+def _mean_stats(stats: list[dict[str, float]]) -> dict[str, float]:
+    """Each estimator statistic averaged over the step's groups (a key a group lacks: 0)."""
+    keys = sorted({k for st in stats for k in st})
+    return {k: _mean([st.get(k, 0.0) for st in stats]) for k in keys}
 
 
 def select_group(trajs: list[Trajectory], integrity: str = "zero") -> list[Trajectory]:
@@ -160,19 +181,23 @@ class Trainer:
             self.tb.flush()
 
     # ------------------------------------------------------------------ one step
-    def rollout(self, task: Task, instance: int, step: int, group_size: int, *,
+    def rollout(self, task: Task, instance: int | list[int], step: int, group_size: int, *,
                 temperature: float | None = None, where: str = "rollouts",
                 seed_offset: int = 0,
                 before_finish: Callable[[list[Trajectory]], None] | None = None,
                 ) -> list[Trajectory]:
-        rcfg = self.cfg.rollout_config()
+        """``group_size`` episodes of ``task``: all from ``instance`` (a training group), or one
+        per entry of an ``instance`` list (an evaluation batch)."""
+        rcfg = self.cfg.rollout_config(task.path.name)
         if temperature is not None:
             rcfg.temperature = temperature
         self.policy.model.eval()
         label = f"step-{step:06d}" if step >= 0 else "step-start"
-        out = self.run_dir / where / label / f"{task.name}-i{instance}"
-        return rollout_group(self.policy, self.layout, task, self.image(task, instance),
-                             self.pool, group_size, out, rcfg, instance=instance,
+        name = f"{task.name}-i{instance}" if isinstance(instance, int) else task.name
+        image = (self.image(task, instance) if isinstance(instance, int)
+                 else [self.image(task, i) for i in instance])
+        return rollout_group(self.policy, self.layout, task, image, self.pool, group_size,
+                             self.run_dir / where / label / name, rcfg, instance=instance,
                              policy_version=step,
                              seed=self.cfg.seed * 100003 + step + seed_offset,
                              before_finish=before_finish)
@@ -190,33 +215,52 @@ class Trainer:
             provide(live)
 
     def train_step(self, step: int) -> dict[str, Any]:
+        """Every group of the step rolled out, credited by the estimator group by group, then
+        one update on all the groups that were not skipped."""
         cfg = self.cfg
-        task = self.tasks[step % len(self.tasks)]
-        instance = (step // len(self.tasks)) % cfg.train_instances if task.parametrized else 0
+        plan = step_groups(self.tasks, step, cfg.tasks_per_step, cfg.train_instances)
         t0 = time.monotonic()
-        group = self.rollout(task, instance, step, cfg.group_size, before_finish=self.prepare)
+        groups = [self.rollout(task, inst, step, cfg.group_size, before_finish=self.prepare)
+                  for task, inst in plan]
         t1 = time.monotonic()
-        kept = select_group(group, cfg.integrity)  # "mask": flagged episodes are dropped
-        rewards, res, skipped = group_credit(group, kept, self.estimator, cfg.integrity,
-                                             cfg.dynamic_sampling)
+        rewards, flat, stats = [], [], []
+        train_trajs, train_adv, skipped, zero_groups = [], [], 0, 0
+        for group in groups:
+            kept = select_group(group, cfg.integrity)  # "mask": flagged episodes are dropped
+            g_rewards, res, g_skipped = group_credit(group, kept, self.estimator,
+                                                     cfg.integrity, cfg.dynamic_sampling)
+            g_flat = [a for adv, t in zip(res.advantages, kept)
+                      for a, m in zip(adv, t.tokens.loss_mask) if m]
+            rewards += g_rewards
+            flat += g_flat
+            stats.append(res.stats)
+            zero_groups += is_zero_advantage(g_flat)
+            skipped += g_skipped
+            if not g_skipped:
+                train_trajs += kept
+                train_adv += res.advantages
+        every = [t for g in groups for t in g]
+        metrics = credit_metrics_for(every, self.estimator)  # for every algorithm alike
         t2 = time.monotonic()
-        upd = {} if skipped else self.update(kept, res.advantages)
+        upd = self.update(train_trajs, train_adv) if train_trajs else {}
         t3 = time.monotonic()
-        flat = [a for adv, t in zip(res.advantages, kept)
-                for a, m in zip(adv, t.tokens.loss_mask) if m]
         return {
-            "step": step, "task": task.name, "instance": instance,
+            "step": step, "task": ",".join(t.name for t, _ in plan), "instance": plan[0][1],
+            "groups": len(groups),
             "reward_mean": _mean(rewards),
             "reward_std": float(torch.tensor(rewards).std(unbiased=False)) if rewards else 0.0,
             "success_rate": _mean([float(r >= 1.0) for r in rewards]),
-            "zero_advantage_group": float(is_zero_advantage(flat)),
+            "zero_advantage_group": zero_groups / len(groups),
             "adv_mean": _mean(flat), "adv_abs_mean": _mean([abs(a) for a in flat]),
-            "tokens": sum(len(t.tokens.token_ids) for t in group),
-            "action_tokens": len(flat), "steps_per_episode": _mean([len(t.steps) for t in group]),
-            "invalid_actions": sum(s.invalid for t in group for s in t.steps),
-            "skipped_update": float(skipped),
-            **integrity_counts(group), "masked_episodes": float(len(group) - len(kept)),
-            **{f"estimator/{k}": v for k, v in res.stats.items()},
+            "tokens": sum(len(t.tokens.token_ids) for t in every),
+            "action_tokens": len(flat), "steps_per_episode": _mean([len(t.steps) for t in every]),
+            "invalid_actions": sum(s.invalid for t in every for s in t.steps),
+            "skipped_update": skipped / len(groups),
+            **integrity_counts(every),
+            "masked_episodes": float(len(every) - sum(len(select_group(g, cfg.integrity))
+                                                      for g in groups)),
+            **{f"estimator/{k}": v for k, v in _mean_stats(stats).items()},
+            **metrics,
             **upd,
             "time/rollout_s": t1 - t0, "time/credit_s": t2 - t1, "time/update_s": t3 - t2,
         }
@@ -244,19 +288,34 @@ class Trainer:
         return ppo_update(pol, self.opt, seqs, masks, advantages, old, ref, self.loss_cfg,
                           micro_batch=cfg.micro_batch, max_grad_norm=cfg.max_grad_norm)
 
-    def evaluate(self, step: int) -> dict[str, float]:
+    def evaluate(self, step: int, out: Path | None = None) -> dict[str, float]:
         """Success on held-out instances (parametrised tasks) of every task: greedy pass@1 by
-        default, or the mean over ``eval_samples`` episodes at ``eval_temperature``."""
+        default, or ``eval_samples`` episodes per instance at ``eval_temperature``; each task's
+        episodes are generated as one batch. One JSON line per episode goes to ``out``
+        (default ``eval/step-N.jsonl``): the slot (task, instance, sample), its success, steps
+        and action tokens, and whether the sandbox failed (``infra``: no verdict, so it is
+        left out of the success rate and of any paired comparison)."""
         cfg, t0 = self.cfg, time.monotonic()
-        successes = []
+        rows, trajs = [], []
         for task in self.tasks:
-            for inst in (cfg.eval_instances if task.parametrized else [0]):
-                group = self.rollout(task, inst, step, cfg.eval_samples,
-                                     temperature=cfg.eval_temperature, where="eval",
-                                     seed_offset=EVAL_SEED_OFFSET)
-                successes += [float(estimators.training_reward(t, cfg.integrity) >= 1)
-                              for t in group]
-        return {"eval/success": _mean(successes), "eval/episodes": float(len(successes)),
+            slots = [(inst, k) for inst in (cfg.eval_instances if task.parametrized else [0])
+                     for k in range(cfg.eval_samples)]
+            group = self.rollout(task, [inst for inst, _ in slots], step, len(slots),
+                                 temperature=cfg.eval_temperature, where="eval",
+                                 seed_offset=EVAL_SEED_OFFSET)
+            trajs += group
+            rows += [{"task": task.path.name, "instance": inst, "sample": k,
+                      "success": int(estimators.training_reward(t, cfg.integrity) >= 1),
+                      "steps": len(t.steps),
+                      "tokens": sum(t.tokens.loss_mask) if t.tokens else 0,
+                      "infra": is_infra(t)} for (inst, k), t in zip(slots, group)]
+        out = out or self.run_dir / "eval" / f"step-{step}.jsonl"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        scored = [r["success"] for r in rows if not r["infra"]]
+        return {"eval/success": _mean(scored), "eval/episodes": float(len(scored)),
+                "eval/infra_episodes": float(len(rows) - len(scored)),
+                **{f"eval/{k}": v for k, v in credit_metrics(trajs).items()},
                 "time/eval_s": time.monotonic() - t0}
 
     # ------------------------------------------------------------------ the loop
@@ -277,7 +336,9 @@ class Trainer:
                 for step in range(self.start, cfg.steps):
                     row = self.train_step(step)
                     if cfg.eval_every and (step + 1) % cfg.eval_every == 0:
-                        row.update(self.evaluate(step))
+                        final = step + 1 == cfg.steps
+                        row.update(self.evaluate(
+                            step, self.run_dir / EVAL_FINAL if final else None))
                     row["time"] = datetime.now().isoformat(timespec="seconds")
                     self._log(row)
                     if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:

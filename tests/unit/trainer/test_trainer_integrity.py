@@ -3,6 +3,8 @@ run) trains with. Hand-made trajectories; expected values worked out by hand."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from termcredit import estimators
@@ -199,13 +201,16 @@ def test_config_integrity_setting(tmp_path) -> None:
 
 
 def _stub_trainer(cfg: TrainConfig, group: list[Trajectory], updates: list):
+    import tempfile
+    from pathlib import Path
     from types import SimpleNamespace
 
     from termcredit.trainer.train import Trainer
 
     tr = Trainer.__new__(Trainer)  # no sandbox, no policy: rollout and update are stubs
     tr.cfg, tr.providers, tr.estimator = cfg, [], _grpo()
-    tr.tasks = [SimpleNamespace(name="t", parametrized=False)]
+    tr.tasks = [SimpleNamespace(name="t", parametrized=False, path=Path("tasks/t"))]
+    tr.run_dir = Path(tempfile.mkdtemp(prefix="tc-stub-trainer-"))
     tr.rollout = lambda *a, **k: group
     tr.update = lambda g, adv: updates.append((g, adv)) or {"loss": 0.5}
     return tr
@@ -240,3 +245,9 @@ def test_evaluation_success_is_the_training_reward() -> None:
              traj(1.0, suspect=True, on_suspect="flag")]
     tr = _stub_trainer(TrainConfig(eval_samples=4), group, [])
     assert tr.evaluate(0)["eval/success"] == 0.5
+    # one line per episode: the slot, its success (the training reward's), steps, tokens
+    rows = [json.loads(ln) for ln in (tr.run_dir / "eval" / "step-0.jsonl").read_text()
+            .splitlines()]
+    assert [(r["task"], r["instance"], r["sample"], r["success"], r["steps"], r["tokens"],
+             r["infra"]) for r in rows] == [("t", 0, k, s, 1, 2, False)
+                                            for k, s in enumerate([0, 1, 0, 1])]
