@@ -40,7 +40,7 @@ setup: venv system docker base ## everything: venv, deps, system tools, Docker e
 test: setup ## run the test suite (unit + integration against real Docker)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
-bench: setup ## algorithms side by side (quick tier; TIER=full for more seeds/steps/tasks)
+bench: setup ## algorithms side by side (quick tier, < 30 min; TIER=credit: the claim, 3 seeds, CIs, < 3 h)
 	$(TC) bench --tier $(or $(TIER),quick)
 
 task: venv ## scaffold a new task: make task NAME=my-task

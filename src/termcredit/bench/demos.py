@@ -4,11 +4,11 @@ Recipe (documented in the README): for each task, the oracle's commands (solutio
 split into its top-level commands by bash's grammar, `split.split_commands`: multi-line
 quotes, here-documents and continued lines kept whole, comments dropped; a multi-line command
 is the action as a ```bash block, which `parse_action` reads whole) make a clean demonstration
-ending in `done`. The noisy set (``MIX``, eight copies per task) mixes: copies with an
-exploration command before the work (`ls`, `find` of the task's folder), with a distractor
-write after it (`echo ... > /tmp/debug.log`), with both, one clean copy, and two wrong chains
-(one command broken: the answer written to the wrong file, a pipeline's last stage dropped, or
-a path typo; the others as written). Observations are short synthetic ones ("exit code: 0"):
+ending in `done`. The noisy set (``MIX``, eight copies per task) mixes: correct copies with a
+distractor write after the work (`echo checking > /tmp/debug.log`), one of them with an
+exploration command first (`find /app -maxdepth 2 -type f`), and three wrong chains (one
+command broken: the answer written to the wrong file, a pipeline's last stage dropped, or a
+path typo; the others as written), two of them with the distractor. Observations are short synthetic ones ("exit code: 0"):
 the policy learns the shape of a solution, not any instance's data.
 """
 
@@ -21,8 +21,8 @@ from ..tasks import Task
 from ..trainer.sft import Demo
 from .split import split_commands
 
-EXPLORE = ["ls -la /app", "ls /app/*", "find /app -maxdepth 2 -type f", "pwd"]
-DISTRACT = ["echo checking > /tmp/debug.log", "date > /tmp/when.txt", "ls /tmp"]
+EXPLORE = "find /app -maxdepth 2 -type f"  # a look around: reads nothing the work needs
+DISTRACT = "echo checking > /tmp/debug.log"  # a stray write nothing inspects
 OK = "exit code: 0"
 
 
@@ -60,12 +60,13 @@ def clean_demos(task: Task) -> list[Demo]:
     return [Demo(task.instruction, [(c, OK) for c in cmds] + [("done", "")])]
 
 
-# The noisy mix, per task, as (exploration first, wrong chain, distractor after). Most copies
-# solve the task with a step that does nothing for it next to the work (a look around first,
-# a stray write after), so the start policy's successful episodes usually hold steps of
-# different credit; the wrong chains fail (one command broken, the rest run as written).
-MIX = [(True, False, False), (False, False, True), (True, False, True), (True, False, False),
-       (False, False, False), (True, True, False), (False, True, True), (True, False, False)]
+# The noisy mix, per task, as (exploration first, wrong chain, distractor after). Nearly every
+# copy ends with a stray write that nothing inspects, so a solved episode usually holds steps
+# of different credit (the chain's own steps tie: each feeds the next); one copy looks around
+# first (a small policy loses the task after a long generic opening, so only one); three wrong
+# chains (one command broken, the others run as written) fail.
+MIX = [(False, False, True), (False, False, True), (False, False, True), (False, False, True),
+       (True, False, True), (False, True, True), (False, True, True), (False, True, False)]
 
 
 def noisy_demos(task: Task, rng: random.Random, copies: int = len(MIX)) -> list[Demo]:
@@ -78,9 +79,9 @@ def noisy_demos(task: Task, rng: random.Random, copies: int = len(MIX)) -> list[
             i = rng.randrange(len(turns))
             turns[i] = (wrong_variant(turns[i][0], rng), OK)
         if explore:
-            turns = [(rng.choice(EXPLORE), "exit code: 0\nstdout:\n...")] + turns
+            turns = [(EXPLORE, "exit code: 0\nstdout:\n...")] + turns
         if distract:
-            turns = turns + [(rng.choice(DISTRACT), OK)]
+            turns = turns + [(DISTRACT, OK)]
         turns = [(_action(c), obs) for c, obs in turns]
         demos.append(Demo(task.instruction, turns + [("done", "")]))
     return demos

@@ -62,12 +62,8 @@ class TrainConfig:
             raise ConfigError(f"field 'integrity': must be one of "
                               f"{', '.join(map(repr, INTEGRITY_POLICIES))}, not {self.integrity!r}")
 
-    def rollout_config(self, task_dir: str | None = None) -> RolloutConfig:
-        """The rollout settings, with ``task_dir``'s own turn budget when it has one."""
-        rc = RolloutConfig(**self.rollout)
-        if task_dir is not None and task_dir in self.turn_budget:
-            rc.max_turns = self.turn_budget[task_dir]
-        return rc
+    def rollout_config(self) -> RolloutConfig:
+        return RolloutConfig(**self.rollout)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,5 +1,6 @@
-"""Batched multi-turn rollouts: G episodes of one task from one initial state, in G sandboxes,
-one generation call per turn for all live episodes.
+"""Batched multi-turn rollouts: G episodes of one task from one initial state, in G sandboxes
+(a group), or several groups and tasks at once (an update's groups, an evaluation batch); one
+generation call per turn for all live episodes.
 
 Each episode is a harness ``Episode`` (the one lifecycle `termcredit run` uses, so a rollout's
 trial directory has the same files as a run's trial); this module owns only the tokens.
@@ -45,6 +46,7 @@ class _Turns:
     ep: Episode
     tokens: TokenLayout
     anchor: str
+    max_turns: int
 
     @property
     def traj(self) -> Trajectory:
@@ -59,41 +61,63 @@ def _append(tok: TokenLayout, ids: list[int], logprobs: list[float] | None) -> t
     return start, len(tok.token_ids)
 
 
-def rollout_group(policy: Any, layout: Any, task: Task, image: str | list[str],
-                  pool: SandboxPool, group_size: int, out_dir: Path, cfg: RolloutConfig, *,
-                  instance: int | list[int] = 0, policy_version: int = 0,
-                  seed: int | None = None,
+@dataclass
+class Job:
+    """One episode to roll out: the task, its image and instance, its trial directory, and its
+    turn budget (None: the rollout config's ``max_turns``)."""
+
+    task: Task
+    image: str
+    instance: int
+    out: Path
+    max_turns: int | None = None
+
+
+def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: SandboxPool,
+                  group_size: int, out_dir: Path, cfg: RolloutConfig, *, instance: int = 0,
+                  policy_version: int = 0, seed: int | None = None,
                   before_finish: Callable[[list[Trajectory]], None] | None = None,
                   ) -> list[Trajectory]:
-    """Run ``group_size`` episodes; returns their trajectories (verified, files on disk).
-    ``image`` and ``instance`` are one for the whole group (a training group: the same
-    initial state) or one per episode (an evaluation batch over held-out instances, generated
-    together). ``before_finish`` sees the trajectories once the turns are over, before
-    verification and before anything is written (e.g. the trainer's teacher scoring), so each
-    trajectory is written once, complete."""
-    images = [image] * group_size if isinstance(image, str) else list(image)
-    instances = [instance] * group_size if isinstance(instance, int) else list(instance)
-    if not len(images) == len(instances) == group_size:
-        raise ValueError(f"rollout_group: {group_size} episodes but {len(images)} images and "
-                         f"{len(instances)} instances")
-    specs = [task_spec(task, im) for im in images]
+    """``group_size`` episodes of one task from one initial state (``out_dir/g<k>``)."""
+    jobs = [Job(task, image, instance, out_dir / f"g{k}") for k in range(group_size)]
+    return rollout_episodes(policy, layout, jobs, pool, cfg, policy_version=policy_version,
+                            seed=seed, before_finish=before_finish)
+
+
+def rollout_episodes(policy: Any, layout: Any, jobs: list[Job], pool: SandboxPool,
+                     cfg: RolloutConfig, *, policy_version: int = 0, seed: int | None = None,
+                     before_finish: Callable[[list[Trajectory]], None] | None = None,
+                     ) -> list[Trajectory]:
+    """Run the jobs' episodes together (several groups, several tasks: one generation call
+    per turn for all live episodes, which costs little more than one for a single group);
+    returns their trajectories in the jobs' order (verified, files on disk). ``before_finish``
+    sees the trajectories once the turns are over, before verification and before anything is
+    written (e.g. the trainer's teacher scoring), so each trajectory is written once,
+    complete."""
+    specs = [task_spec(j.task, j.image) for j in jobs]
     pool.plan(specs)
     t_env = time.monotonic()
-    prompt = layout.prompt_ids(cfg.system_prompt, task.instruction)
+    prompts: dict[str, list[int]] = {}
     episodes: list[_Turns] = []
-    for k, (spec, inst) in enumerate(zip(specs, instances)):
-        ep = Episode(task, pool, spec, out_dir / f"g{k}", agent=str(policy), instance=inst,
+    for job, spec in zip(jobs, specs):
+        ep = Episode(job.task, pool, spec, job.out, agent=str(policy), instance=job.instance,
                      command_timeout=cfg.command_timeout,
                      info={"policy_version": policy_version})
+        if job.task.instruction not in prompts:
+            prompts[job.task.instruction] = layout.prompt_ids(cfg.system_prompt,
+                                                              job.task.instruction)
         tok = TokenLayout()
-        _append(tok, list(prompt), None)
+        _append(tok, list(prompts[job.task.instruction]), None)
         ep.traj.tokens = tok
-        ep.start()  # a sandbox that failed to start: an infrastructure failure, already done
-        episodes.append(_Turns(ep, tok, anchor=task.instruction))
-    start_s = time.monotonic() - t_env
+        episodes.append(_Turns(ep, tok, anchor=job.task.instruction,
+                               max_turns=job.max_turns or cfg.max_turns))
     finished = False
     try:
-        trajs = _turns(policy, layout, episodes, cfg, seed, before_finish, start_s)
+        with ThreadPoolExecutor(max_workers=min(8, len(episodes)) or 1) as threads:
+            # a sandbox that failed to start: an infrastructure failure, already done
+            list(threads.map(lambda e: e.ep.start(), episodes))
+        trajs = _turns(policy, layout, episodes, cfg, seed, before_finish,
+                       time.monotonic() - t_env)
         finished = True
     finally:
         if not finished:  # interrupted or crashed mid-group: keep what ran, free the sandboxes
@@ -105,11 +129,10 @@ def rollout_group(policy: Any, layout: Any, task: Task, image: str | list[str],
 def _turns(policy: Any, layout: Any, episodes: list[_Turns], cfg: RolloutConfig,
            seed: int | None, before_finish: Callable[[list[Trajectory]], None] | None,
            start_s: float) -> list[Trajectory]:
-    """The turns of the group (one generation call each), then its episodes finished."""
+    """The turns of the episodes (one generation call each), then the episodes finished."""
     gen_s, env_s = 0.0, start_s
-    group_size = len(episodes)
-    with ThreadPoolExecutor(max_workers=group_size) as threads:
-        for _turn in range(cfg.max_turns):
+    with ThreadPoolExecutor(max_workers=len(episodes)) as threads:
+        for _turn in range(max(e.max_turns for e in episodes)):
             live = [e for e in episodes if not e.ep.done]
             if not live:
                 break
@@ -136,6 +159,8 @@ def _turns(policy: Any, layout: Any, episodes: list[_Turns], cfg: RolloutConfig,
                 _append(e.tokens, obs_ids, None)
                 if len(e.tokens.token_ids) + cfg.max_new_tokens > cfg.max_total_tokens:
                     e.ep.end("token_budget")
+                elif _turn + 1 >= e.max_turns:
+                    e.ep.end("max_turns")
             env_s += time.monotonic() - t0
         for e in episodes:
             e.ep.end("max_turns")  # no-op for one that already ended

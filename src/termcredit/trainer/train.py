@@ -38,7 +38,7 @@ from .loss import LossConfig
 from .policy import load_policy
 from .providers import providers_for
 from .update import ppo_update
-from .rollout import rollout_group
+from .rollout import Job, rollout_episodes
 
 
 EVAL_SEED_OFFSET = 7919  # evaluation samples never share a seed with that step's rollouts
@@ -181,26 +181,27 @@ class Trainer:
             self.tb.flush()
 
     # ------------------------------------------------------------------ one step
-    def rollout(self, task: Task, instance: int | list[int], step: int, group_size: int, *,
-                temperature: float | None = None, where: str = "rollouts",
+    def job(self, task: Task, instance: int, step: int, k: int, where: str = "rollouts") -> Job:
+        """Episode ``k`` of ``task``'s instance at ``step``: its trial directory is
+        ``<where>/step-N/<task>-i<instance>/g<k>``; its turn budget the task's own, if set."""
+        label = f"step-{step:06d}" if step >= 0 else "step-start"
+        return Job(task, self.image(task, instance), instance,
+                   self.run_dir / where / label / f"{task.name}-i{instance}" / f"g{k}",
+                   self.cfg.turn_budget.get(task.path.name))
+
+    def rollout(self, jobs: list[Job], step: int, *, temperature: float | None = None,
                 seed_offset: int = 0,
                 before_finish: Callable[[list[Trajectory]], None] | None = None,
                 ) -> list[Trajectory]:
-        """``group_size`` episodes of ``task``: all from ``instance`` (a training group), or one
-        per entry of an ``instance`` list (an evaluation batch)."""
-        rcfg = self.cfg.rollout_config(task.path.name)
+        """The jobs' episodes, generated together; trajectories in the jobs' order."""
+        rcfg = self.cfg.rollout_config()
         if temperature is not None:
             rcfg.temperature = temperature
         self.policy.model.eval()
-        label = f"step-{step:06d}" if step >= 0 else "step-start"
-        name = f"{task.name}-i{instance}" if isinstance(instance, int) else task.name
-        image = (self.image(task, instance) if isinstance(instance, int)
-                 else [self.image(task, i) for i in instance])
-        return rollout_group(self.policy, self.layout, task, image, self.pool, group_size,
-                             self.run_dir / where / label / name, rcfg, instance=instance,
-                             policy_version=step,
-                             seed=self.cfg.seed * 100003 + step + seed_offset,
-                             before_finish=before_finish)
+        return rollout_episodes(self.policy, self.layout, jobs, self.pool, rcfg,
+                                policy_version=step,
+                                seed=self.cfg.seed * 100003 + step + seed_offset,
+                                before_finish=before_finish)
 
     def prepare(self, group: list[Trajectory]) -> None:
         """What the loss and the estimator need beyond the rollout, added to each trajectory
@@ -219,9 +220,11 @@ class Trainer:
         one update on all the groups that were not skipped."""
         cfg = self.cfg
         plan = step_groups(self.tasks, step, cfg.tasks_per_step, cfg.train_instances)
+        g = cfg.group_size
         t0 = time.monotonic()
-        groups = [self.rollout(task, inst, step, cfg.group_size, before_finish=self.prepare)
-                  for task, inst in plan]
+        trajs = self.rollout([self.job(task, inst, step, k) for task, inst in plan
+                              for k in range(g)], step, before_finish=self.prepare)
+        groups = [trajs[i * g:(i + 1) * g] for i in range(len(plan))]
         t1 = time.monotonic()
         rewards, flat, stats = [], [], []
         train_trajs, train_adv, skipped, zero_groups = [], [], 0, 0
@@ -290,25 +293,26 @@ class Trainer:
 
     def evaluate(self, step: int, out: Path | None = None) -> dict[str, float]:
         """Success on held-out instances (parametrised tasks) of every task: greedy pass@1 by
-        default, or ``eval_samples`` episodes per instance at ``eval_temperature``; each task's
-        episodes are generated as one batch. One JSON line per episode goes to ``out``
+        default, or ``eval_samples`` episodes per instance at ``eval_temperature``, each task's
+        generated together. One JSON line per episode goes to ``out``
         (default ``eval/step-N.jsonl``): the slot (task, instance, sample), its success, steps
         and action tokens, and whether the sandbox failed (``infra``: no verdict, so it is
         left out of the success rate and of any paired comparison)."""
         cfg, t0 = self.cfg, time.monotonic()
-        rows, trajs = [], []
-        for task in self.tasks:
-            slots = [(inst, k) for inst in (cfg.eval_instances if task.parametrized else [0])
-                     for k in range(cfg.eval_samples)]
-            group = self.rollout(task, [inst for inst, _ in slots], step, len(slots),
-                                 temperature=cfg.eval_temperature, where="eval",
-                                 seed_offset=EVAL_SEED_OFFSET)
-            trajs += group
-            rows += [{"task": task.path.name, "instance": inst, "sample": k,
-                      "success": int(estimators.training_reward(t, cfg.integrity) >= 1),
-                      "steps": len(t.steps),
-                      "tokens": sum(t.tokens.loss_mask) if t.tokens else 0,
-                      "infra": is_infra(t)} for (inst, k), t in zip(slots, group)]
+        slots = [(task, inst, k) for task in self.tasks
+                 for inst in (cfg.eval_instances if task.parametrized else [0])
+                 for k in range(cfg.eval_samples)]
+        jobs = [self.job(task, inst, step, k, where="eval") for task, inst, k in slots]
+        trajs: list[Trajectory] = []
+        for i, task in enumerate(self.tasks):  # one batch per task: on CPU a batch mixing
+            # tasks was slower per episode (longer padded prompts, more long samples per step)
+            batch = [j for j in jobs if j.task is task]
+            trajs += self.rollout(batch, step, temperature=cfg.eval_temperature,
+                                  seed_offset=EVAL_SEED_OFFSET + i)
+        rows = [{"task": task.path.name, "instance": inst, "sample": k,
+                 "success": int(estimators.training_reward(t, cfg.integrity) >= 1),
+                 "steps": len(t.steps), "tokens": sum(t.tokens.loss_mask) if t.tokens else 0,
+                 "infra": is_infra(t)} for (task, inst, k), t in zip(slots, trajs)]
         out = out or self.run_dir / "eval" / f"step-{step}.jsonl"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -211,6 +211,7 @@ def _stub_trainer(cfg: TrainConfig, group: list[Trajectory], updates: list):
     tr.cfg, tr.providers, tr.estimator = cfg, [], _grpo()
     tr.tasks = [SimpleNamespace(name="t", parametrized=False, path=Path("tasks/t"))]
     tr.run_dir = Path(tempfile.mkdtemp(prefix="tc-stub-trainer-"))
+    tr.image = lambda task, inst: "img"
     tr.rollout = lambda *a, **k: group
     tr.update = lambda g, adv: updates.append((g, adv)) or {"loss": 0.5}
     return tr

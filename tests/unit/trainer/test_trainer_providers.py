@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from types import SimpleNamespace
 
 import pytest
@@ -120,7 +123,8 @@ def test_train_step_runs_every_provider_before_the_episodes_are_written_and_esti
 
     tr = Trainer.__new__(Trainer)  # no sandbox, no policy: rollout and update are stubs
     tr.cfg = TrainConfig()
-    tr.tasks = [SimpleNamespace(name="t", parametrized=False)]
+    tr.tasks = [SimpleNamespace(name="t", parametrized=False, path=Path("tasks/t"))]
+    tr.run_dir, tr.image = Path(tempfile.mkdtemp(prefix="tc-stub-trainer-")), lambda t, i: "img"
     tr.rollout = rollout
     tr.update = lambda g, adv: {}
     tr.providers = [lambda g: seen.append(f"provided {len(g)}")]

@@ -45,11 +45,20 @@ def test_estimator_stats_are_averaged_over_groups_missing_keys_zero() -> None:
     assert got == {"fallback/tied-credits": 0.25, "fallback_rate": 0.25}
 
 
-def test_turn_budget_by_task_folder() -> None:
-    cfg = TrainConfig(rollout={"max_turns": 6}, turn_budget={"patch-port-config": 4})
-    assert cfg.rollout_config("patch-port-config").max_turns == 4
-    assert cfg.rollout_config("hello-world").max_turns == 6
-    assert cfg.rollout_config().max_turns == 6
+def test_turn_budget_by_task_folder(tmp_path) -> None:
+    from termcredit.trainer.train import Trainer
+
+    tr = Trainer.__new__(Trainer)  # no sandbox, no policy: only the job plan
+    tr.cfg = TrainConfig(rollout={"max_turns": 6}, turn_budget={"patch-port-config": 4})
+    tr.run_dir, tr.image = tmp_path, lambda task, inst: f"img-{task.name}-{inst}"
+    port = SimpleNamespace(name="patch-port-config", path=tmp_path / "patch-port-config")
+    hello = SimpleNamespace(name="hello-world", path=tmp_path / "hello-world")
+    job = tr.job(port, 3, 7, 2)
+    assert (job.image, job.instance, job.max_turns) == ("img-patch-port-config-3", 3, 4)
+    assert job.out == tmp_path / "rollouts" / "step-000007" / "patch-port-config-i3" / "g2"
+    assert tr.job(hello, 0, -1, 0, where="eval").max_turns is None  # the rollout's max_turns
+    assert tr.job(hello, 0, -1, 0, where="eval").out.parts[-3:] == (
+        "step-start", "hello-world-i0", "g0")
 
 
 @pytest.mark.parametrize("bad", [{"tasks_per_step": -1}, {"turn_budget": {"x": 0}},
