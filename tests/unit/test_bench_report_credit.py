@@ -43,8 +43,8 @@ def _write(out):
     out.mkdir()
     (out / "bench.json").write_text(json.dumps({"tier": "credit"}))
     (out / "start").mkdir()
-    (out / "start" / "start-stats.json").write_text(json.dumps({"success": 0.31,
-                                                                "non_fallback_rate": 0.62}))
+    (out / "start" / "start-stats.json").write_text(json.dumps({  # as protocol writes it
+        "success": 0.31, "non_fallback": 0.62, "episodes_per_seed": [216.0, 214.0]}))
     for seed in cfg.seeds:
         (out / "start" / f"eval-seed-{seed}.jsonl").write_text("".join(
             json.dumps({"task": "[bold]x", "instance": 1000, "sample": i, "success": i % 2,
@@ -89,7 +89,8 @@ def test_the_credit_report(tmp_path):
     assert "depgpo[subtract_min=false] − depgpo: +0.000 [+0.000, +0.000]: not " \
            "distinguishable" in report
     assert "MDE = (z_{1-α/2} + z_{power}) × SE" in report and "a 0.10 difference" in report
-    assert "success 0.310, non_fallback_rate 0.620" in report
+    assert ("Start checkpoint (held-out, 430 episodes): success 0.310 (aim 0.2–0.5), DepGPO "
+            "non-fallback 0.620") in report
     assert "| single_step | untraced |" in report
     assert "| [bold]x | plain |" in report  # run text as text, no markup interpreted
     assert "[bold]x" in (out / "report.html").read_text()

@@ -85,8 +85,10 @@ _ROLLOUT = {"max_turns": 5, "max_new_tokens": 80, "command_timeout": 10.0, "obs_
 TIERS: dict[str, dict[str, Any]] = {
     # the claim: every update sees each credit task (6 groups of 6), 3 seeds, 216 held-out
     # evaluation episodes per algorithm and seed (6 tasks x 36 instances, one episode each:
-    # episodes independent, so resampling them is honest)
-    "credit": {"seeds": [0, 1, 2], "steps": 10, "group_size": 6, "eval_every": 10,
+    # episodes independent, so resampling them is honest). Sized for 3 h on 2 CPU cores from
+    # the quick tier's measured costs (~1.0 s per training episode, ~8 s per update, ~0.92 s
+    # per evaluation episode): 18 runs x 7.7 min + 20 min of warm start and start evaluation
+    "credit": {"seeds": [0, 1, 2], "steps": 6, "group_size": 6, "eval_every": 6,
                "eval_instances": list(range(1000, 1036)), "eval_samples": 1,
                "eval_temperature": CREDIT_TEMPERATURE, "warm_steps": 300, "teacher_steps": 100,
                "rollout": dict(_ROLLOUT)},

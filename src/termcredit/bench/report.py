@@ -336,20 +336,33 @@ def _mde_lines(doc: dict[str, Any]) -> list[str]:
     return ["", *lines]
 
 
+def _groups(cfg: Any) -> str:
+    """An update's rollouts in words: one group per task (or per the tasks of the step)."""
+    per = getattr(cfg, "tasks_per_step", 1) or len(cfg.tasks)
+    return (f"{cfg.group_size} episodes" if per == 1
+            else f"{per} groups (tasks) × {cfg.group_size} episodes")
+
+
 def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     cmp_ = doc["comparisons"]
     lines = ["# termcredit bench report", "",
              f"Tier **{cfg.tier}**, policy `{cfg.model}`, tasks: "
              + ", ".join(Path(t).name for t in cfg.tasks) + ".",
-             f"Seeds {cfg.seeds}; {cfg.steps} updates of {cfg.group_size} episodes each; "
+             f"Seeds {cfg.seeds}; {cfg.steps} updates, each of {_groups(cfg)}; "
              f"learning rate {cfg.lr:g} for every algorithm; evaluation on held-out instances "
              f"{cfg.eval_instances} ({doc['evaluation']}). Same starting checkpoint, same "
              "budgets, no per-algorithm tuning.", f"Hardware: {doc['hardware']}.", ""]
-    if doc["start"]:
-        lines += ["Start checkpoint: " + ", ".join(
-            f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}"
-            for k, v in doc["start"].items()) + ".", ""]
-    lines += ["AUC: mean over updates of the training-rollout success rate (temperature 1). "
+    start = doc["start"] or {}
+    if start:
+        nonfb = start.get("non_fallback")
+        lines += [f"Start checkpoint (held-out, {sum(start.get('episodes_per_seed', [])):.0f} "
+                  f"episodes): success {start['success']:.3f} (aim 0.2–0.5)"
+                  + ("" if nonfb is None else
+                     f", DepGPO non-fallback {nonfb:.3f} (aim ≥ 0.5: trajectories with ≥ 2 "
+                     "traced steps of different credit)") + ".", ""]
+    temp = getattr(cfg, "rollout", {}).get("temperature", 1.0)
+    lines += [f"AUC: mean over updates of the training-rollout success rate (temperature "
+              f"{temp:g}). "
               "Δ: DepGPO minus the algorithm (for DepGPO's variants: variant minus DepGPO), "
               f"paired bootstrap over seeds and, within each, episode slots (AUC: update "
               f"indices), {cmp_.get('n_boot', 0)} resamples. Zero-credit steps, steps/tokens per "
