@@ -233,15 +233,16 @@ def _start_stats(out: Path, rows: list[dict[str, Any]]) -> None:
     (success in [0.2, 0.5]; DepGPO redistributes on >= half of the trajectories)."""
     if not rows:
         return
+    prefix = "eval/credit/fallback/"
+    reasons = sorted({k for r in rows for k in r if k.startswith(prefix)})
     succ = [r["eval/success"] for r in rows]
     nonfb = [1 - r["eval/credit/fallback_rate"] for r in rows
              if "eval/credit/fallback_rate" in r]
     stats = {"success": sum(succ) / len(succ), "success_per_seed": succ,
              "non_fallback": sum(nonfb) / len(nonfb) if nonfb else None,
              "non_fallback_per_seed": nonfb, "episodes_per_seed": [r["eval/episodes"] for r in rows],
-             "fallback_reasons": {k.removeprefix("eval/credit/fallback/"): sum(
-                 r.get(k, 0.0) for r in rows) / len(rows) for r in rows for k in r
-                 if k.startswith("eval/credit/fallback/")}}
+             "fallback_reasons": {k.removeprefix(prefix): sum(r.get(k, 0.0) for r in rows)
+                                  / len(rows) for k in reasons}}
     (out / "start" / "start-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
 
 

@@ -227,9 +227,10 @@ class Trainer:
         groups = [trajs[i * g:(i + 1) * g] for i in range(len(plan))]
         t1 = time.monotonic()
         rewards, flat, stats = [], [], []
-        train_trajs, train_adv, skipped, zero_groups = [], [], 0, 0
+        train_trajs, train_adv, skipped, zero_groups, n_kept = [], [], 0, 0, 0
         for group in groups:
             kept = select_group(group, cfg.integrity)  # "mask": flagged episodes are dropped
+            n_kept += len(kept)
             g_rewards, res, g_skipped = group_credit(group, kept, self.estimator,
                                                      cfg.integrity, cfg.dynamic_sampling)
             g_flat = [a for adv, t in zip(res.advantages, kept)
@@ -260,8 +261,7 @@ class Trainer:
             "invalid_actions": sum(s.invalid for t in every for s in t.steps),
             "skipped_update": skipped / len(groups),
             **integrity_counts(every),
-            "masked_episodes": float(len(every) - sum(len(select_group(g, cfg.integrity))
-                                                      for g in groups)),
+            "masked_episodes": float(len(every) - n_kept),
             **{f"estimator/{k}": v for k, v in _mean_stats(stats).items()},
             **metrics,
             **upd,
