@@ -32,7 +32,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = RunConfig(tasks=tasks, agent=args.agent, attempts=args.attempts,
                     concurrency=args.concurrency, out=Path(args.out) if args.out else None,
                     command_timeout=args.command_timeout, image_map=args.image_map,
-                    force_build=args.force_build, instance=args.instance)
+                    force_build=args.force_build, instance=args.instance,
+                    agent_options={k: getattr(args, k) for k in (
+                        "base_url", "max_turns", "max_tokens", "temperature", "max_requests")})
     if args.resume:
         cfg = resume_config(Path(args.resume), cfg)
     summary = run(cfg, console)
@@ -237,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task folder, or a folder of task folders (repeatable; required "
                    "unless --resume)")
     r.add_argument("--agent", default="oracle",
-                   help="oracle | nop | replay:FILE | module:Class | file.py:Class (default oracle)")
+                   help="oracle | nop | replay:FILE | openai:MODEL | module:Class | "
+                   "file.py:Class (default oracle)")
     r.add_argument("--attempts", "-k", type=int, default=1, help="trials per task (default 1)")
     r.add_argument("--concurrency", "-n", type=int, default=2,
                    help="trials at once (default 2)")
@@ -252,6 +255,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", metavar="DIR", help="finish a killed run in DIR with its "
                    "config.toml: trials with a result.json are kept, the others run again "
                    "(their partial folders moved aside as attempt-<k>.killed-<n>)")
+    o = r.add_argument_group(
+        "openai:MODEL", "a model behind an OpenAI-compatible /chat/completions (vLLM, SGLang, "
+        "a hosted API, `termcredit serve`); the API key comes from $OPENAI_API_KEY (none for a "
+        "local server)")
+    o.add_argument("--base-url", metavar="URL", help="the API's base URL, e.g. "
+                   "http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL, else "
+                   "https://api.openai.com/v1)")
+    o.add_argument("--max-turns", type=int, metavar="N",
+                   help="replies per episode before it ends as max_turns (default 30)")
+    o.add_argument("--max-tokens", type=int, metavar="N",
+                   help="max_tokens of each reply (default 1024)")
+    o.add_argument("--temperature", type=float, metavar="T",
+                   help="sampling temperature (default: the server's)")
+    o.add_argument("--max-requests", type=int, metavar="N",
+                   help="requests in flight at once to the endpoint, whatever -n is (default 4);"
+                   " 429/5xx/connection errors are retried with exponential backoff")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("image", help="build the base image or task images",

@@ -2,9 +2,11 @@
 
 An agent implements ``run(env)``; ``env.step(command)`` runs one command in the traced shell and
 returns its ``CommandRecord``. Built-ins: ``oracle`` (the task's solution/solve.sh as one step),
-``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step). Any other agent is
-named ``module:Class`` or ``path/to/file.py:Class`` and built with no arguments (the trainer's
-policy agent plugs in the same way).
+``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step), ``openai:MODEL``
+(a model behind an OpenAI-compatible endpoint, see openai_agent.py). Any other agent is named
+``module:Class`` or ``path/to/file.py:Class`` and built with no arguments (the trainer's policy
+agent plugs in the same way). An agent that stops for a reason of its own sets ``termination``
+(e.g. ``"max_turns"``); otherwise a returning agent's episode ends as ``done``.
 
 A command that cannot be run as given (it contains a NUL byte, which no shell can receive) is an
 invalid action: ``env.step`` refuses it with ``InvalidAction`` before anything runs, and
@@ -136,6 +138,15 @@ class AgentEnv:
         self.steplog.append(step)
         return step
 
+    def record_done(self, action: str, **info: Any) -> Step:
+        """Record the reply that ended the episode (``done``): a step that ran nothing, kept for
+        its text and what it cost (token usage in ``info``)."""
+        step = Step(index=len(self.trajectory.steps), action=action, action_key="<done>",
+                    info=dict(info))
+        self.trajectory.steps.append(step)
+        self.steplog.append(step)
+        return step
+
 
 class Agent(Protocol):
     name: str
@@ -220,8 +231,18 @@ def _import_class(spec: str) -> Callable[[], Any]:
         raise ValueError(f"{target} has no class {cls_name!r}") from exc
 
 
-def make_agent_factory(name: str) -> Callable[[], Agent]:
-    """Validate an agent name now (so bad names fail before any container starts)."""
+def make_agent_factory(name: str, options: dict[str, Any] | None = None
+                       ) -> Callable[[], Agent]:
+    """Validate an agent name and its options now (so bad ones fail before any container
+    starts). ``options`` (``--base-url``, ``--max-turns``, ...) are for ``openai:MODEL`` alone."""
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    if name.startswith("openai:"):
+        from .openai_agent import openai_factory
+
+        return openai_factory(name.split(":", 1)[1], options)
+    if options:
+        flags = ", ".join("--" + k.replace("_", "-") for k in sorted(options))
+        raise ValueError(f"{flags}: only for --agent openai:MODEL, not {name!r}")
     if name == "oracle":
         return OracleAgent
     if name == "nop":
@@ -233,4 +254,5 @@ def make_agent_factory(name: str) -> Callable[[], Agent]:
     if ":" in name:
         cls = _import_class(name)
         return cls
-    raise ValueError(f"unknown agent {name!r}: use oracle, nop, replay:FILE or module:Class")
+    raise ValueError(f"unknown agent {name!r}: use oracle, nop, replay:FILE, openai:MODEL or "
+                     "module:Class")

@@ -53,12 +53,14 @@ class RunConfig:
     instance: int = 0  # instance seed of parametrised tasks (all attempts share it)
     extra: dict[str, Any] = field(default_factory=dict)
     resume: bool = False  # ``out`` is an earlier run: keep its finished trials, run the rest
+    # the agent's own settings (``openai:MODEL``: base_url, max_turns, ...), [run.agent_options]
+    agent_options: dict[str, Any] = field(default_factory=dict)
 
 
 # settings that decide what the trials are: a resumed run must keep them
 _TRIAL_SETTINGS = ("agent", "attempts", "instance", "command_timeout")
 _CONFIG_KEYS = {"run_id", "earlier_run_ids", "tasks", "concurrency", "image_map",
-                *_TRIAL_SETTINGS}
+                "agent_options", *_TRIAL_SETTINGS}
 
 
 def default_out(name: str) -> Path:
@@ -72,7 +74,9 @@ def write_config(cfg: RunConfig, out: Path, run_id: str,
         "concurrency": cfg.concurrency, "command_timeout": cfg.command_timeout,
         "instance": cfg.instance, "image_map": cfg.image_map,
         "tasks": [str(t.path) for t in cfg.tasks],
-        "earlier_run_ids": earlier_run_ids or None, **cfg.extra,
+        "earlier_run_ids": earlier_run_ids or None,
+        "agent_options": {k: v for k, v in cfg.agent_options.items() if v is not None} or None,
+        **cfg.extra,
     }
     tmp = out / "config.toml.tmp"
     tmp.write_text(tomli_w.dumps({"run": {k: v for k, v in items.items() if v is not None}}))
@@ -99,7 +103,8 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     ``given`` holds what the caller asked for (the command line): a trial setting (tasks, agent,
     attempts, instance, command timeout) left at its default takes the run's value, one given
     with another value is an error (the kept trials would not match the new ones); concurrency,
-    image map and force_build given apply to the rest of the run.
+    image map, force_build and agent options given (a model server's new URL) apply to the
+    rest of the run.
     """
     data = read_config(out)
     given = given or RunConfig(tasks=[])
@@ -120,7 +125,10 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     concurrency = (given.concurrency if given.concurrency != defaults.concurrency
                    else int(data.get("concurrency", defaults.concurrency)))
     extra = {k: v for k, v in data.items() if k not in _CONFIG_KEYS}
-    return RunConfig(tasks=tasks, concurrency=concurrency, out=out,
+    stored = data.get("agent_options")
+    options = {**(stored if isinstance(stored, dict) else {}),
+               **{k: v for k, v in given.agent_options.items() if v is not None}}
+    return RunConfig(tasks=tasks, concurrency=concurrency, out=out, agent_options=options,
                      image_map=given.image_map or data.get("image_map"),
                      force_build=given.force_build, extra={**extra, **given.extra}, resume=True,
                      **values)
@@ -196,7 +204,8 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     console = console or Console(stderr=True, soft_wrap=True)
-    agent_factory = make_agent_factory(cfg.agent)  # fail on a bad agent before any container
+    # fail on a bad agent (or agent option) before any container
+    agent_factory = make_agent_factory(cfg.agent, cfg.agent_options)
     out = cfg.out or default_out(cfg.agent.split(":")[0])
     if cfg.resume and not (out / "config.toml").is_file():
         raise FileNotFoundError(f"{out / 'config.toml'}: missing, not a termcredit run to resume")

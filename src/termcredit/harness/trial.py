@@ -24,7 +24,7 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
         assert ep.env is not None
         try:
             agent.run(ep.env)
-            ep.end("done")
+            ep.end(getattr(agent, "termination", None) or "done")
         except AgentTimeout:
             ep.end("agent_timeout")
         except ResourceLimit as exc:
