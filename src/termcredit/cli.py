@@ -216,6 +216,22 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .serve.run import MissingExtra, ServeConfig, serve
+
+    cfg = ServeConfig(model=args.model, host=args.host, port=args.port, device=args.device,
+                      max_tokens=args.max_tokens, log=args.log, name=args.served_model_name)
+    try:
+        serve(cfg, announce=lambda line: print(line, flush=True),
+              warn=lambda line: console.print(shown(line, "yellow")))
+    except MissingExtra as exc:
+        console.print(Text("error:", style="red") + Text(" ") + shown(exc))
+        return 2
+    except KeyboardInterrupt:
+        _log("termcredit serve: stopped")
+    return 0
+
+
 def _cmd_gc(args: argparse.Namespace) -> int:
     from .sandbox import docker_client, gc
 
@@ -385,6 +401,32 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", help="cpu | cuda | auto")
     b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
     b.set_defaults(func=_cmd_bench)
+
+    sv = sub.add_parser("serve", help="serve a policy over an OpenAI-compatible API",
+                        description="Serve a termcredit policy on POST /v1/chat/completions "
+                        "(non-streaming, or stream: true) and GET /v1/models, so any harness "
+                        "that speaks the OpenAI protocol can evaluate it (termcredit run "
+                        "--agent openai:NAME --base-url http://HOST:PORT/v1). Messages are "
+                        "rendered with the model's own chat template; temperature, top_p, "
+                        "max_tokens, seed and stop are honoured; one generation at a time. "
+                        "Prints `serving NAME on URL` when ready, one log line per request to "
+                        "stderr. Needs the `train` extra (torch).")
+    sv.add_argument("--model", default="tiny", help="tiny | micro | smollm2-135m | a local HF "
+                    "model dir | a checkpoint (<run>/checkpoints/step-N) | a training run dir "
+                    "(its newest checkpoint) (default tiny)")
+    sv.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1; no authentication, so keep "
+                    "it on loopback)")
+    sv.add_argument("--port", type=int, default=8000,
+                    help="port (default 8000; 0 picks a free one, printed at start)")
+    sv.add_argument("--device", default="auto", help="cpu | cuda | auto (default auto)")
+    sv.add_argument("--max-tokens", type=int, default=1024, metavar="N",
+                    help="the most tokens one reply may have; a request asking more gets this "
+                    "many (default 1024)")
+    sv.add_argument("--served-model-name", metavar="NAME", help="the model id clients see "
+                    "(default: --model, or its folder's name)")
+    sv.add_argument("--log", metavar="FILE", help="also append the request log to FILE")
+    sv.set_defaults(func=_cmd_serve)
 
     g = sub.add_parser("gc", help="remove containers left by dead runs",
                        description="Remove termcredit containers whose owning process is gone.")
