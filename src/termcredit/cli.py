@@ -22,6 +22,7 @@ def _log(message: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from . import llm  # noqa: F401  registers the openai:MODEL agents
     from .depgpo import trial_hook  # noqa: F401  registers graph.json for every trial
     from .harness.run import RunConfig, resume_config, run
     from .tasks import find_tasks

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import pytest
 from chat_server import ScriptedChatServer, completion, error
 
+import termcredit.llm  # noqa: F401  registers openai:MODEL
 from termcredit.harness.agents import AgentEnv, AgentTimeout, make_agent_factory
-from termcredit.harness.openai_agent import MAX_REPLY_CHARS, OpenAIAgent
-from termcredit.harness.openai_client import ChatRequestError, EndpointUnavailable
+from termcredit.llm.agent import MAX_REPLY_CHARS, OpenAIAgent
+from termcredit.llm.client import ChatRequestError, EndpointUnavailable
 from termcredit.records import CommandRecord, Trajectory
 from termcredit.trainer.actions import SYSTEM_PROMPT
 
@@ -53,7 +54,8 @@ def test_loop_steps_invalid_replies_usage_and_messages(tmp_path):
     steps = env.trajectory.steps
     assert [(s.invalid, s.command is not None) for s in steps] == [
         (False, True), (True, False), (False, True), (True, False), (False, False)]
-    assert steps[0].action == "```bash\ncd /app\n```" and steps[0].observation == "exit code: 0\nstdout:\nran 1"
+    assert steps[0].action == "```bash\ncd /app\n```"
+    assert steps[0].observation == "exit code: 0\nstdout:\nran 1"
     assert steps[1].observation == "error: the command contains a NUL byte"
     assert steps[2].info["reply_truncated"] == 100_000 and len(steps[2].action) == MAX_REPLY_CHARS
     assert steps[2].info["finish_reason"] == "length"
@@ -149,7 +151,8 @@ def test_options_belong_to_openai_agents_and_names_are_checked(monkeypatch):
         make_agent_factory("openai:")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://10.0.0.5:8000/v1")
     agent = make_agent_factory("openai:Qwen/Qwen3-8B:latest")()
-    assert agent.cfg.model == "Qwen/Qwen3-8B:latest" and agent.cfg.base_url == "http://10.0.0.5:8000/v1"
+    assert agent.cfg.model == "Qwen/Qwen3-8B:latest"
+    assert agent.cfg.base_url == "http://10.0.0.5:8000/v1"
     assert agent.name == "openai:Qwen/Qwen3-8B:latest"
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert make_agent_factory("openai:gpt-4o")().cfg.base_url == "https://api.openai.com/v1"

@@ -12,7 +12,7 @@ import pytest
 from chat_server import ScriptedChatServer, completion, error
 
 from termcredit.harness.infra import is_infra_exception
-from termcredit.harness.openai_client import (
+from termcredit.llm.client import (
     ChatClient,
     ChatRequestError,
     ClientSettings,

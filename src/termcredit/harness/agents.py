@@ -2,8 +2,9 @@
 
 An agent implements ``run(env)``; ``env.step(command)`` runs one command in the traced shell and
 returns its ``CommandRecord``. Built-ins: ``oracle`` (the task's solution/solve.sh as one step),
-``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step), ``openai:MODEL``
-(a model behind an OpenAI-compatible endpoint, see openai_agent.py). Any other agent is named
+``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step). Packages above
+the harness register kinds of their own with ``register_agent_kind`` (``openai:MODEL``, a model
+behind an OpenAI-compatible endpoint: termcredit.llm). Any other agent is named
 ``module:Class`` or ``path/to/file.py:Class`` and built with no arguments (the trainer's policy
 agent plugs in the same way). An agent that stops for a reason of its own sets ``termination``
 (e.g. ``"max_turns"``); otherwise a returning agent's episode ends as ``done``.
@@ -231,15 +232,27 @@ def _import_class(spec: str) -> Callable[[], Any]:
         raise ValueError(f"{target} has no class {cls_name!r}") from exc
 
 
+# kind -> make(rest of the name, options) -> factory; e.g. "openai" (termcredit.llm)
+AgentKind = Callable[[str, dict[str, Any]], Callable[[], Agent]]
+_KINDS: dict[str, AgentKind] = {}
+
+
+def register_agent_kind(kind: str, make: AgentKind) -> None:
+    """Agents named ``KIND:REST``, built by ``make(REST, options)``."""
+    _KINDS[kind] = make
+
+
 def make_agent_factory(name: str, options: dict[str, Any] | None = None
                        ) -> Callable[[], Agent]:
     """Validate an agent name and its options now (so bad ones fail before any container
-    starts). ``options`` (``--base-url``, ``--max-turns``, ...) are for ``openai:MODEL`` alone."""
+    starts). ``options`` (``--base-url``, ``--max-turns``, ...) are for registered kinds."""
     options = {k: v for k, v in (options or {}).items() if v is not None}
-    if name.startswith("openai:"):
-        from .openai_agent import openai_factory
-
-        return openai_factory(name.split(":", 1)[1], options)
+    kind, _, rest = name.partition(":")
+    if kind in _KINDS:
+        return _KINDS[kind](rest, options)
+    if kind == "openai":
+        raise ValueError("openai:MODEL agents come with the termcredit.llm package: import it "
+                         "first (termcredit run does)")
     if options:
         flags = ", ".join("--" + k.replace("_", "-") for k in sorted(options))
         raise ValueError(f"{flags}: only for --agent openai:MODEL, not {name!r}")

@@ -39,6 +39,9 @@ import requests
 RETRY_STATUS = frozenset({408, 409, 429})
 STICKY_STATUS = frozenset({401, 403, 404})  # a bad key or URL: no later call can succeed
 _MESSAGE_CAP = 500  # characters of a server's error text kept in our message
+# a connection that failed, timed out or broke mid-body: worth another try
+_TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+              requests.exceptions.ContentDecodingError)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -159,8 +162,7 @@ class ChatClient:
                                           timeout=(min(timeout, 30.0), timeout)) as resp:
                     raw = self._read(resp, end)
                     status, resp_headers = resp.status_code, resp.headers
-            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-                    requests.exceptions.ContentDecodingError) as exc:
+            except _TRANSIENT as exc:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise DeadlineReached(f"{self.url}: the agent's time ran out") from None
                 raise _Retry(f"{type(exc).__name__}: {_short(str(exc))}") from None
@@ -183,7 +185,8 @@ class ChatClient:
                 raise ChatRequestError(f"{self.url}: reply body over {cap} bytes")
             chunks.append(chunk)
             if time.monotonic() > end:
-                raise requests.Timeout(f"reply not complete within {self.settings.request_timeout:g}s")
+                raise requests.Timeout("reply not complete within "
+                                       f"{self.settings.request_timeout:g}s")
         return b"".join(chunks)
 
 

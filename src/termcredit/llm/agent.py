@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from ..harness.agents import AgentEnv, AgentTimeout, InvalidAction
 from ..trainer.actions import SYSTEM_PROMPT, format_observation, parse_action
-from .agents import AgentEnv, AgentTimeout, InvalidAction
-from .openai_client import ChatClient, ClientSettings, DeadlineReached
+from .client import ChatClient, ClientSettings, DeadlineReached
 
 PREFIX = "openai:"
 API_KEY_ENV = "OPENAI_API_KEY"
