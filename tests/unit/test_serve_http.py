@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -235,3 +238,14 @@ def test_model_sources_a_user_may_name(tmp_path):
     with pytest.raises(ValueError, match="not a model directory"):
         resolve_source(str(tmp_path / "run" / "checkpoints"))
     assert served_name("smollm2-135m") == "smollm2-135m" and served_name(str(ckpt)) == "step-000002"
+
+
+def test_serve_without_torch_says_which_extra_it_needs():
+    code = ("import sys; sys.modules['torch'] = None  # as if torch were not installed\n"
+            "from termcredit.cli import main; sys.exit(main(['serve', '--port', '0']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "300"})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "error: termcredit serve runs the model with torch and transformers, which come with " \
+        "the `train` extra: pip install 'termcredit[train]'" in proc.stderr
+    assert "Traceback" not in proc.stderr
