@@ -194,11 +194,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
     else:
         cfg = load_config(args.config, overrides)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        run_dir = Path(args.out or Path("runs") / f"{stamp}-train-{cfg.algo}")
     if args.backend or args.ray_address:  # on top of the config's [rollout] table
         cfg.rollout.update({k: v for k, v in (("backend", args.backend),
                                               ("ray_address", args.ray_address)) if v})
         cfg = load_config(None, cfg.to_dict())  # checked like a config file
-        run_dir = Path(args.out or Path("runs") / f"{stamp}-train-{cfg.algo}")
     Trainer(cfg, run_dir, resume=bool(args.resume), console=console).run()
     print(run_dir)
     return 0

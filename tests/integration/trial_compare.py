@@ -1,7 +1,7 @@
 """What two trial directories of the same task and agent must share whatever backend ran them:
 the trajectory, the dependency graph and the verifier's resources, less what differs from one
-run to the next on any backend (wall times, container ids, the secret end tokens, pytest's
-random temporary names and its timing line)."""
+run to the next on any backend (wall times, container ids, the secret end tokens, the random
+names of temporary files: Python's, sed -i's, .pyc writes'; pytest's timing line)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 VOLATILE = {"duration_s", "end_token", "container", "phases", "trial_dir", "time"}
 _PYTEST_TIME = re.compile(r"in \d+\.\d+s")
-_TMP = re.compile(r"/tmp/tmp[a-z0-9_]{8}|/tmp/[a-z0-9_]{8}$")
+_TMP = re.compile(r"/tmp/tmp[a-z0-9_]{8}|/tmp/[a-z0-9_]{8}$|/sed[A-Za-z0-9]{6}$|"
+                  r"(?<=\.pyc)\.\d+$")
 
 
 def _norm(obj: Any) -> Any:
@@ -21,7 +22,7 @@ def _norm(obj: Any) -> Any:
     if isinstance(obj, list):
         return [_norm(v) for v in obj]
     if isinstance(obj, str):
-        return _TMP.sub("/tmp/<tmp>", _PYTEST_TIME.sub("in <t>s", obj))
+        return _TMP.sub("<tmp>", _PYTEST_TIME.sub("in <t>s", obj))
     return obj
 
 
