@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,37 @@ def test_a_killed_host_actor_costs_its_episode_and_the_run_goes_on(ray_address, 
     assert select_group(trajs) == [trajs[0], trajs[2]]  # masked: never trains
     assert integrity_counts(trajs)["infra_episodes"] == 1.0  # counted
     assert res["run_id"] not in run_labels(client)  # the dead actor's containers too
+
+
+def test_ctrl_c_removes_every_container_of_the_run(ray_address, client, tmp_path):
+    import signal
+
+    replay = tmp_path / "cmds.txt"
+    replay.write_text("sleep 60\n")
+    out = tmp_path / "interrupted"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "termcredit.cli", "run", "--task", "tasks/hello-world", "-k", "2",
+         "-n", "2", "--agent", f"replay:{replay}", "--backend", "ray", "--ray-address",
+         ray_address, "--out", str(out)], cwd=REPO, env=_env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        starts = [out / "hello-world" / f"attempt-{k}" / "trace" / "shell-start.strace"
+                  for k in (0, 1)]
+        deadline = time.monotonic() + 180
+        while not all(p.is_file() for p in starts) and time.monotonic() < deadline:
+            assert run.poll() is None, run.communicate()[1][-4000:]
+            time.sleep(0.1)
+        time.sleep(1.0)  # both `sleep 60` running in their containers
+        run_id = tomllib.loads((out / "config.toml").read_text())["run"]["run_id"]
+        assert len([c for c in client.containers.list(
+            filters={"label": f"termcredit.run={run_id}"})]) == 2
+        run.send_signal(signal.SIGINT)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 130, stderr[-4000:]
+    assert "interrupted: removing this run's containers" in stderr
+    assert run_id not in run_labels(client)
+    assert json.loads((out / "result.json").read_text())["complete"] is False
