@@ -45,7 +45,8 @@ def termcredit(*args: str) -> subprocess.CompletedProcess:
 
 def run_labels(client) -> set[str]:
     return {c.labels.get("termcredit.run", "")
-            for c in client.containers.list(all=True, filters={"label": "termcredit.run"})}
+            for c in client.containers.list(all=True, filters={"label": "termcredit.run"},
+                                            ignore_removed=True)}  # others' runs come and go
 
 
 def test_run_on_ray_gives_the_local_rewards_and_trajectories(ray_address, client, tmp_path):

@@ -48,12 +48,17 @@ def connect(address: str | None) -> None:
                           "HOST:PORT") from None
 
 
+class _Unfit(EngineError):
+    """A node whose host actor cannot run sandboxes (no Docker engine there)."""
+
+
 class _Host:
     """One actor incarnation on one node, and what the pool has put on it."""
 
     def __init__(self, node_id: str, actor: Any, name: str):
         self.node_id, self.actor, self.name = node_id, actor, name
         self.dead = False
+        self.retired = False  # dead for good: its node is gone or a new actor failed there
         self.live = 0  # sandboxes handed out and not yet released
         self.planned: list[SandboxSpec] = []
 
@@ -68,40 +73,59 @@ class RayPool:
         connect(address)
         self.run_id, self.ahead, self.log = run_id, ahead, log
         self._lock = threading.Lock()
+        self._replacing = threading.Lock()  # one replacement at a time (threads share hosts)
         self.stale: list[str] = []
         self.replaced = 0
         self._started = 0
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         docker_nodes = [n for n in nodes if (n.get("Resources") or {}).get(DOCKER_RESOURCE)]
         self.hosts: list[_Host] = []
-        try:
+        spawned: list[_Host] = []
+        try:  # every node's actor starts at once; a node without a working engine is skipped
             for node in docker_nodes or nodes:
-                self.hosts.append(self._start(node["NodeID"]))
+                spawned.append(self._spawn(node["NodeID"]))
+            for host in spawned:
+                try:
+                    self.hosts.append(self._ready(host))
+                except _Unfit as exc:
+                    self.log(f"{exc}; skipped (give the Docker nodes the `{DOCKER_RESOURCE}` "
+                             "resource to choose them)")
         except BaseException:
+            self.hosts = spawned
             self._kill_all()
             raise
         if not self.hosts:
-            raise EngineError("the Ray cluster has no alive node for sandboxes")
+            raise EngineError("no node of the Ray cluster can host sandboxes")
 
     # ------------------------------------------------------------------ actors
     def _start(self, node_id: str) -> _Host:
+        """A new host actor on ``node_id``, ready to serve."""
+        try:
+            return self._ready(self._spawn(node_id))
+        except _Unfit as exc:
+            raise EngineError(str(exc)) from None
+
+    def _spawn(self, node_id: str) -> _Host:
         self._started += 1  # named, so `ray list actors` shows whose it is
         actor = _RemoteHost.options(
             name=f"host-{self.run_id}-{node_id[:8]}-{self._started}", namespace=NAMESPACE,
             num_cpus=0, max_concurrency=MAX_CONCURRENCY, max_restarts=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         ).remote(self.run_id, ahead=self.ahead)
-        host = _Host(node_id, actor, node_id[:12])
+        return _Host(node_id, actor, node_id[:12])
+
+    def _ready(self, host: _Host) -> _Host:
+        """``host`` once it answers; a node with another termcredit stops the run."""
         try:
             info = self._call(host, "info", timeout=START_S)
         except BaseException:
-            ray.kill(actor, no_restart=True)
+            ray.kill(host.actor, no_restart=True)
             raise
         if info.get("broken"):
-            ray.kill(actor, no_restart=True)
-            raise EngineError(f"Ray node {node_id[:12]} cannot host sandboxes: {info['broken']}")
+            ray.kill(host.actor, no_restart=True)
+            raise _Unfit(f"Ray node {host.name} cannot host sandboxes: {info['broken']}")
         if info.get("protocol") != PROTOCOL:
-            ray.kill(actor, no_restart=True)
+            ray.kill(host.actor, no_restart=True)
             raise EngineError(f"Ray node {info.get('node')} runs another termcredit (shim "
                               f"protocol {info.get('protocol')}, this one {PROTOCOL}): install "
                               "the same version on every node")
@@ -144,12 +168,18 @@ class RayPool:
 
     def _replace_dead(self) -> None:
         """A new actor for each dead one whose node is still alive (its plan moves over)."""
-        dead = [h for h in self.hosts if h.dead]
-        if not dead:
+        if not any(h.dead and not h.retired for h in self.hosts):
             return
-        alive = self._alive_nodes()
+        with self._replacing:
+            self._replace_locked()
+
+    def _replace_locked(self) -> None:
+        dead = [h for h in self.hosts if h.dead and not h.retired]
+        alive = self._alive_nodes() if dead else set()
         for old in dead:
+            old.retired = True  # tried once: a lost node or a broken engine is not retried
             if old.node_id not in alive:
+                self.log(f"Ray node {old.name} is gone: no new host actor there")
                 continue
             try:
                 new = self._start(old.node_id)
@@ -223,7 +253,7 @@ class RayPool:
             with self._lock:
                 host.live -= 1
             raise
-        box.host = host  # type: ignore[attr-defined]
+        box.host = host
         return box
 
     def _caller(self, host: _Host) -> Callable[..., Any]:
@@ -233,7 +263,7 @@ class RayPool:
 
     def release(self, sandbox: RemoteSandbox) -> None:
         """Give a used sandbox back; its host removes it in the background."""
-        host: _Host = sandbox.host  # type: ignore[attr-defined]
+        host: _Host = sandbox.host
         sandbox.conn.close()
         with self._lock:
             host.live -= 1

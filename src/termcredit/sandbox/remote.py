@@ -163,6 +163,7 @@ class RemoteSandbox:
         self.id: str = st["id"]
         self.workdir: str = st["workdir"]
         self.node: str = st["node"]
+        self.host: Any = None  # the pool's handle on the host that holds it (raypool.py)
         self.conn = RemoteConn(call, self.id, st["nonces"], st["startup"])
         self.shell = TracedShell(self.conn, "agent")  # restored as the host started it
         agent = st["agent"]
