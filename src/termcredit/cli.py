@@ -229,11 +229,12 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_backend_flags(p: argparse.ArgumentParser, default: str | None) -> None:
+def _add_backend_flags(p: argparse.ArgumentParser, default: str | None,
+                       shown_default: str = "local") -> None:
     p.add_argument("--backend", choices=["local", "ray"], default=default,
                    help="where sandboxes run: local (this Docker engine) or ray (one host "
                    "actor per Docker node of a Ray cluster; needs the `ray` extra); default "
-                   + ("local" if default else "the config's [rollout] backend, else local"))
+                   + shown_default)
     p.add_argument("--ray-address", metavar="HOST:PORT",
                    help="the Ray cluster (default $RAY_ADDRESS, else the one started on this "
                    "machine with `ray start --head`)")
@@ -361,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", help="run directory (default runs/<stamp>-train-<algo>)")
     tr.add_argument("--resume", metavar="DIR", help="continue a killed run from its last "
                     "checkpoint")
-    _add_backend_flags(tr, None)
+    _add_backend_flags(tr, None, "the config's [rollout] backend, else local")
     tr.set_defaults(func=_cmd_train)
 
     b = sub.add_parser("bench", help="all algorithms side by side, with a report",
