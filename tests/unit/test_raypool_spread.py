@@ -43,6 +43,9 @@ class FakeActor:
         return Method()
 
 
+KILLED: list = []
+
+
 def fake_get(ref, timeout=None):
     if isinstance(ref, Exception):
         raise ref
@@ -51,7 +54,9 @@ def fake_get(ref, timeout=None):
 
 @pytest.fixture
 def pool(monkeypatch):
-    monkeypatch.setattr(raypool.ray, "get", fake_get)
+    monkeypatch.setattr(raypool.ray, "get", fake_get)  # nothing here may start Ray
+    monkeypatch.setattr(raypool.ray, "kill", lambda actor, no_restart: KILLED.append(actor))
+    KILLED.clear()
     p = RayPool.__new__(RayPool)
     p.run_id, p.ahead, p.logs = "r", 2, []
     p.log = p.logs.append
@@ -87,7 +92,7 @@ def test_a_dead_actor_is_an_engine_error_and_later_sandboxes_go_elsewhere(pool):
     h1.actor.dead = True
     with pytest.raises(EngineError, match="host actor on h1 is gone"):
         pool.acquire(A)
-    assert h1.dead and h1.live == 0
+    assert h1.dead and h1.live == 0 and KILLED == [h1.actor]  # ended for sure
     assert pool.acquire(A).host is h2  # h1's node is gone: not replaced, skipped
     assert h1.retired and "Ray node h1 is gone: no new host actor there" in pool.logs
     box = pool.acquire(A)
