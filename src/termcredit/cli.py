@@ -34,6 +34,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     concurrency=args.concurrency, out=Path(args.out) if args.out else None,
                     command_timeout=args.command_timeout, image_map=args.image_map,
                     force_build=args.force_build, instance=args.instance,
+                    backend=args.backend, ray_address=args.ray_address, registry=args.registry,
                     agent_options={k: getattr(args, k) for k in (
                         "base_url", "max_turns", "max_tokens", "temperature", "max_requests")})
     if args.resume:
@@ -197,6 +198,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
         cfg = load_config(args.config, overrides)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = Path(args.out or Path("runs") / f"{stamp}-train-{cfg.algo}")
+    if args.backend or args.ray_address:  # on top of the config's [rollout] table
+        cfg.rollout.update({k: v for k, v in (("backend", args.backend),
+                                              ("ray_address", args.ray_address)) if v})
+        cfg = load_config(None, cfg.to_dict())  # checked like a config file
     Trainer(cfg, run_dir, resume=bool(args.resume), console=console).run()
     print(run_dir)
     return 0
@@ -208,7 +213,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     try:
         cfg = bench_config(args.tier, ablations=args.ablations, model=args.model,
                            algos=args.algo, seeds=args.seed, steps=args.steps, lr=args.lr,
-                           device=args.device)
+                           device=args.device, backend=args.backend,
+                           ray_address=args.ray_address)
     except ValueError as exc:
         console.print(shown(f"termcredit bench: {exc}", "red"))
         return 2
@@ -242,6 +248,17 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_backend_flags(p: argparse.ArgumentParser, default: str | None,
+                       shown_default: str = "local") -> None:
+    p.add_argument("--backend", choices=["local", "ray"], default=default,
+                   help="where sandboxes run: local (this Docker engine) or ray (one host "
+                   "actor per Docker node of a Ray cluster; needs the `ray` extra); default "
+                   + shown_default)
+    p.add_argument("--ray-address", metavar="HOST:PORT",
+                   help="the Ray cluster (default $RAY_ADDRESS, else the one started on this "
+                   "machine with `ray start --head`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="termcredit",
@@ -272,6 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", metavar="DIR", help="finish a killed run in DIR with its "
                    "config.toml: trials with a result.json are kept, the others run again "
                    "(their partial folders moved aside as attempt-<k>.killed-<n>)")
+    _add_backend_flags(r, "local")
+    r.add_argument("--registry", metavar="HOST[:PORT]/PREFIX", help="ray backend: pull "
+                   "task images from this registry before building them on a node")
     o = r.add_argument_group(
         "openai:MODEL", "a model behind an OpenAI-compatible /chat/completions (vLLM, SGLang, "
         "a hosted API, `termcredit serve`); the API key comes from $OPENAI_API_KEY (none for a "
@@ -378,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", help="run directory (default runs/<stamp>-train-<algo>)")
     tr.add_argument("--resume", metavar="DIR", help="continue a killed run from its last "
                     "checkpoint")
+    _add_backend_flags(tr, None, "the config's [rollout] backend, else local")
     tr.set_defaults(func=_cmd_train)
 
     b = sub.add_parser("bench", help="all algorithms side by side, with a report",
@@ -401,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--lr", type=float, help="learning rate (the same for every algorithm)")
     b.add_argument("--device", help="cpu | cuda | auto")
     b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
+    _add_backend_flags(b, None)
     b.set_defaults(func=_cmd_bench)
 
     sv = sub.add_parser("serve", help="serve a policy over an OpenAI-compatible API",

@@ -73,6 +73,8 @@ class BenchConfig:
     rollout: dict[str, Any] = field(default_factory=lambda: {
         "max_turns": 3, "max_new_tokens": 128, "command_timeout": 10.0, "obs_chars": 300})
     device: str = "cpu"
+    backend: str = "local"  # where the sandboxes run: local | ray (harness/backend.py)
+    ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
 
 
 # 80 new tokens: the longest oracle command of the credit tasks is 55 tiny tokens. Sampling at
@@ -202,7 +204,15 @@ def _train_config(cfg: BenchConfig, spec: str, seed: int, start: str,
         teacher=teacher if estimators.TEACHER_LOGPROBS in estimators.needs(algo) else None,
         eval_every=cfg.eval_every, eval_instances=list(cfg.eval_instances),
         eval_samples=cfg.eval_samples, eval_temperature=cfg.eval_temperature,
-        eval_at_start=False, checkpoint_every=cfg.steps, rollout=dict(cfg.rollout))
+        eval_at_start=False, checkpoint_every=cfg.steps, rollout={**cfg.rollout, **_where(cfg)})
+
+
+def _where(cfg: BenchConfig) -> dict[str, Any]:
+    """[rollout] backend settings of every run (none for the local default: configs as before)."""
+    if cfg.backend == "local":
+        return {}
+    return {"backend": cfg.backend, **({"ray_address": cfg.ray_address} if cfg.ray_address
+                                      else {})}
 
 
 def _start_eval(cfg: BenchConfig, out: Path, seed: int, start: str,

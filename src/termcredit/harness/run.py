@@ -32,11 +32,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..records import TrialResult, to_dict
-from ..sandbox import ImageBuildError, ImageMap, SandboxPool, docker_client, ensure_base_image, gc
+from ..sandbox import ImageBuildError, ImageMap
 from ..tasks import Task, load_task
-from ..tasks.build import build_image
 from ..trialdir import load_result
 from .agents import make_agent_factory
+from .backend import BackendSettings, make_backend
 from .trial import run_trial, task_spec
 
 
@@ -55,12 +55,15 @@ class RunConfig:
     resume: bool = False  # ``out`` is an earlier run: keep its finished trials, run the rest
     # the agent's own settings (``openai:MODEL``: base_url, max_turns, ...), [run.agent_options]
     agent_options: dict[str, Any] = field(default_factory=dict)
+    backend: str = "local"  # local | ray (harness/backend.py)
+    ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
+    registry: str | None = None  # ray: pull task images from here before building them
 
 
 # settings that decide what the trials are: a resumed run must keep them
 _TRIAL_SETTINGS = ("agent", "attempts", "instance", "command_timeout")
 _CONFIG_KEYS = {"run_id", "earlier_run_ids", "tasks", "concurrency", "image_map",
-                "agent_options", *_TRIAL_SETTINGS}
+                "agent_options", "backend", "registry", *_TRIAL_SETTINGS}
 
 
 def default_out(name: str) -> Path:
@@ -77,6 +80,7 @@ def write_config(cfg: RunConfig, out: Path, run_id: str,
         "earlier_run_ids": earlier_run_ids or None,
         "agent_options": {k: v for k, v in cfg.agent_options.items() if v is not None} or None,
         **cfg.extra,
+        "backend": cfg.backend if cfg.backend != "local" else None, "registry": cfg.registry,
     }
     tmp = out / "config.toml.tmp"
     tmp.write_text(tomli_w.dumps({"run": {k: v for k, v in items.items() if v is not None}}))
@@ -103,8 +107,9 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     ``given`` holds what the caller asked for (the command line): a trial setting (tasks, agent,
     attempts, instance, command timeout) left at its default takes the run's value, one given
     with another value is an error (the kept trials would not match the new ones); concurrency,
-    image map, force_build and agent options given (a model server's new URL) apply to the
-    rest of the run.
+    image map, force_build, agent options given (a model server's new URL) and the backend
+    given apply to the rest of the run (the backend left at local takes the run's: trials
+    are the same on either).
     """
     data = read_config(out)
     given = given or RunConfig(tasks=[])
@@ -128,10 +133,13 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     stored = data.get("agent_options")
     options = {**(stored if isinstance(stored, dict) else {}),
                **{k: v for k, v in given.agent_options.items() if v is not None}}
+    backend = given.backend if given.backend != defaults.backend else \
+        str(data.get("backend", defaults.backend))
     return RunConfig(tasks=tasks, concurrency=concurrency, out=out, agent_options=options,
                      image_map=given.image_map or data.get("image_map"),
                      force_build=given.force_build, extra={**extra, **given.extra}, resume=True,
-                     **values)
+                     backend=backend, ray_address=given.ray_address,
+                     registry=given.registry or data.get("registry"), **values)
 
 
 def _lock_run_dir(out: Path) -> int:
@@ -229,103 +237,30 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         except (OSError, ValueError):
             previous = {}
     write_config(cfg, out, run_id, earlier)
-    client = docker_client()
-    try:
-        stale = gc(client)
-    except Exception as exc:  # another run's cleanup under way: not a reason to stop this one
-        stale = []
-        console.print(Text(f"gc skipped ({type(exc).__name__}: {exc})", style="dim"))
-    if stale:
-        console.print(f"[dim]gc: removed {len(stale)} container(s) left by dead runs[/]")
     results = _Results(out, run_id, cfg.agent, len(cfg.tasks) * cfg.attempts)
     jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     if cfg.resume:
-        if isinstance(previous, dict) and isinstance(previous.get("started"), str):
-            results.started = previous["started"]
-            earlier_resumes = previous.get("resumed")
-            if isinstance(earlier_resumes, list):
-                results.resumed = [str(t) for t in earlier_resumes]
-        results.resumed.append(datetime.now().isoformat(timespec="seconds"))
-        todo, moved = [], []
-        for task, k in jobs:
-            trial_dir = out / task.name / f"attempt-{k}"
-            kept = _finished(trial_dir, task, k)
-            if kept is not None:
-                results.add(kept, write=False)
-                continue
-            if trial_dir.exists():
-                moved.append(_move_aside(trial_dir))
-            todo.append((task, k))
-        console.print(Text(f"resume {out}: {len(results.trials)} finished trial(s) kept, "
-                           f"{len(todo)} to run" + ("; unfinished folders moved aside: "
-                           + ", ".join(str(m.relative_to(out)) for m in moved) if moved else "")))
-        jobs = todo
-        results.write(complete=False)
+        jobs = _resume_jobs(out, jobs, results, previous, console)
 
-    base = ensure_base_image(client, log=lambda m: console.print(Text(m, style="dim")))
-    image_map = ImageMap.load(cfg.image_map)
-    images: dict[str, str | Exception] = {}
-    needed = {t.name for t, _ in jobs}  # a resumed run builds only what it still runs
-    for task in cfg.tasks:
-        if task.name not in needed or task.name in images:
-            continue
-        try:
-            images[task.name] = build_image(
-                client, task, base_ref=base, instance=cfg.instance, image_map=image_map,
-                force=cfg.force_build, log=lambda m: console.print(Text(m, style="dim")))
-        except ImageBuildError as exc:
-            images[task.name] = exc
-            console.print(Text.assemble((f"image build failed for {task.name}:", "red"),
-                                        f" {exc}"))
+    def dim(message: str) -> None:
+        console.print(Text(message, style="dim"))
 
-    pool = SandboxPool(client, run_id, ahead=max(1, cfg.concurrency))
+    backend = make_backend(BackendSettings(cfg.backend, cfg.ray_address, cfg.registry), run_id,
+                           ahead=max(1, cfg.concurrency), log=dim)
     old_handler = signal.signal(signal.SIGTERM, _sigterm)
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
     executor = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="trial")
-    progress = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("mean reward {task.fields[mean]:.3f}"), TimeElapsedColumn(),
-                        console=console, transient=False)
     complete = False
     try:
-        with progress:
-            kept = [t.reward for t in results.trials]
-            bar = progress.add_task(f"run {cfg.agent}", total=results.total,
-                                    completed=len(kept),
-                                    mean=sum(kept) / len(kept) if kept else 0.0)
-            pool.plan(task_spec(t, images[t.name]) for t, _ in jobs
-                      if isinstance(images[t.name], str))
-            futures: dict[Future[TrialResult], tuple[Task, int]] = {}
-            for task, k in jobs:
-                trial_dir = out / task.name / f"attempt-{k}"
-                image = images[task.name]
-                if isinstance(image, Exception):
-                    r = TrialResult(task=task.name, reward=0.0, trial_dir=str(trial_dir),
-                                    error=f"image build failed: {image}", attempt=k)
-                    results.add(r)
-                    progress.advance(bar)
-                    continue
-                fut = executor.submit(run_trial, task, agent_factory(), pool,
-                                      task_spec(task, image), trial_dir, attempt=k,
-                                      command_timeout=cfg.command_timeout,
-                                      instance=cfg.instance)
-                futures[fut] = (task, k)
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    r = fut.result()
-                    results.add(r)
-                    mark = (("✓", "green") if r.reward >= 1.0 else ("✗", "red") if r.error
-                            else ("·", ""))
-                    flags = ("suspect " if r.suspect else "") + ("tampering" if r.integrity
-                                                                 else "")
-                    console.print(Text.assemble(
-                        mark, f" {r.task} #{r.attempt} reward={r.reward:.2f} steps={r.n_steps} "
-                        f"{r.duration_s:.1f}s", (f" {flags.strip()}" if flags else "", "yellow"),
-                        (f" {r.error}" if r.error else "", "red")))
-                    progress.advance(bar)
-                    done_r = [t.reward for t in results.trials]
-                    progress.update(bar, mean=sum(done_r) / len(done_r))
+        try:
+            stale = backend.gc()
+        except Exception as exc:  # another run's cleanup under way: not a reason to stop this one
+            stale = []
+            dim(f"gc skipped ({type(exc).__name__}: {exc})")
+        if stale:
+            dim(f"gc: removed {len(stale)} container(s) left by dead runs")
+        images = _build_images(cfg, backend, {t.name for t, _ in jobs}, console)
+        _trials(cfg, out, jobs, images, backend.pool, executor, results, agent_factory, console)
         complete = True
     except KeyboardInterrupt:
         console.print(Text("interrupted: removing this run's containers; finished trials "
@@ -333,13 +268,106 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         executor.shutdown(wait=False, cancel_futures=True)
         raise
     finally:
-        pool.close()
+        backend.close()
         executor.shutdown(wait=True, cancel_futures=True)
         signal.signal(signal.SIGTERM, old_handler)
         signal.signal(signal.SIGINT, old_int)
         summary = results.write(complete=complete)
     _print_summary(console, summary, out)
     return summary
+
+
+def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: _Results,
+                 previous: Any, console: Console) -> list[tuple[Task, int]]:
+    """The trials a resumed run still has to run; the finished ones join ``results``."""
+    if isinstance(previous, dict) and isinstance(previous.get("started"), str):
+        results.started = previous["started"]
+        earlier_resumes = previous.get("resumed")
+        if isinstance(earlier_resumes, list):
+            results.resumed = [str(t) for t in earlier_resumes]
+    results.resumed.append(datetime.now().isoformat(timespec="seconds"))
+    todo, moved = [], []
+    for task, k in jobs:
+        trial_dir = out / task.name / f"attempt-{k}"
+        kept = _finished(trial_dir, task, k)
+        if kept is not None:
+            results.add(kept, write=False)
+            continue
+        if trial_dir.exists():
+            moved.append(_move_aside(trial_dir))
+        todo.append((task, k))
+    console.print(Text(f"resume {out}: {len(results.trials)} finished trial(s) kept, "
+                       f"{len(todo)} to run" + ("; unfinished folders moved aside: "
+                       + ", ".join(str(m.relative_to(out)) for m in moved) if moved else "")))
+    results.write(complete=False)
+    return todo
+
+
+def _build_images(cfg: RunConfig, backend: Any, needed: set[str],
+                  console: Console) -> dict[str, str | Exception]:
+    """Each task's image (a resumed run builds only what it still runs); a failed build is
+    that task's trials' error, not the run's."""
+    image_map = ImageMap.load(cfg.image_map)
+    images: dict[str, str | Exception] = {}
+    for task in cfg.tasks:
+        if task.name not in needed or task.name in images:
+            continue
+        try:
+            images[task.name] = backend.image(task, cfg.instance, image_map=image_map,
+                                              force=cfg.force_build)
+        except ImageBuildError as exc:
+            images[task.name] = exc
+            console.print(Text.assemble((f"image build failed for {task.name}:", "red"),
+                                        f" {exc}"))
+    return images
+
+
+def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
+            images: dict[str, str | Exception], pool: Any, executor: ThreadPoolExecutor,
+            results: _Results, agent_factory: Any, console: Console) -> None:
+    """Run the trials, ``cfg.concurrency`` at a time, each result on disk as it finishes."""
+    progress = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("mean reward {task.fields[mean]:.3f}"), TimeElapsedColumn(),
+                        console=console, transient=False)
+    with progress:
+        kept = [t.reward for t in results.trials]
+        bar = progress.add_task(f"run {cfg.agent}", total=results.total,
+                                completed=len(kept),
+                                mean=sum(kept) / len(kept) if kept else 0.0)
+        pool.plan(task_spec(t, images[t.name]) for t, _ in jobs
+                  if isinstance(images[t.name], str))
+        futures: dict[Future[TrialResult], tuple[Task, int]] = {}
+        for task, k in jobs:
+            trial_dir = out / task.name / f"attempt-{k}"
+            image = images[task.name]
+            if isinstance(image, Exception):
+                r = TrialResult(task=task.name, reward=0.0, trial_dir=str(trial_dir),
+                                error=f"image build failed: {image}", attempt=k)
+                results.add(r)
+                progress.advance(bar)
+                continue
+            fut = executor.submit(run_trial, task, agent_factory(), pool,
+                                  task_spec(task, image), trial_dir, attempt=k,
+                                  command_timeout=cfg.command_timeout,
+                                  instance=cfg.instance)
+            futures[fut] = (task, k)
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                r = fut.result()
+                results.add(r)
+                mark = (("✓", "green") if r.reward >= 1.0 else ("✗", "red") if r.error
+                        else ("·", ""))
+                flags = ("suspect " if r.suspect else "") + ("tampering" if r.integrity
+                                                             else "")
+                console.print(Text.assemble(
+                    mark, f" {r.task} #{r.attempt} reward={r.reward:.2f} steps={r.n_steps} "
+                    f"{r.duration_s:.1f}s", (f" {flags.strip()}" if flags else "", "yellow"),
+                    (f" {r.error}" if r.error else "", "red")))
+                progress.advance(bar)
+                done_r = [t.reward for t in results.trials]
+                progress.update(bar, mean=sum(done_r) / len(done_r))
 
 
 def _print_summary(console: Console, summary: dict[str, Any], out: Path) -> None:

@@ -41,6 +41,14 @@ class SandboxSpec:
     pin_cpu: bool = True  # strace + shell on one CPU (much cheaper ptrace stops on small VMs)
 
 
+def dir_archive(src: Path, dest: str) -> bytes:
+    """A tar of a host folder whose members land at absolute ``dest`` when unpacked at /."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(str(src), arcname=str(PurePosixPath(dest)).lstrip("/") or ".")
+    return buf.getvalue()
+
+
 class Sandbox:
     """A started container with a traced shell ready for the agent's commands."""
 
@@ -145,10 +153,7 @@ class Sandbox:
     def put_dir(self, src: Path, dest: str) -> None:
         """Copy a host folder's contents to absolute ``dest`` in the container (parents made).
         Docker unpacks the archive itself: no program of the container runs."""
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(src), arcname=str(PurePosixPath(dest)).lstrip("/") or ".")
-        if not self.container.put_archive("/", buf.getvalue()):
+        if not self.container.put_archive("/", dir_archive(src, dest)):
             raise RuntimeError(f"could not copy {src} to {dest} in sandbox {self.id[:12]}")
 
     def remove(self) -> None:

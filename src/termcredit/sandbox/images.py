@@ -214,16 +214,26 @@ def _tree_digest(directory: Path, extra: str) -> str:
     return h.hexdigest()
 
 
+def task_image_ref(env_dir: Path, name: str, *, base_ref: str,
+                   image_map: ImageMap | None = None,
+                   build_args: dict[str, str] | None = None) -> tuple[str, str]:
+    """(content-hash ref, Dockerfile with FROM lines mapped) of a task's ``environment/``
+    folder: the same folder content gives the same ref on every host."""
+    image_map = image_map or ImageMap.load()
+    text = rewrite_from_lines((env_dir / "Dockerfile").read_text(), image_map, base_ref)
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "task"
+    args = dict(sorted((build_args or {}).items()))
+    return f"termcredit/task-{slug}:{_tree_digest(env_dir, text + json.dumps(args))[:12]}", text
+
+
 def build_task_image(client: Any, env_dir: Path, name: str, *, base_ref: str,
                      image_map: ImageMap | None = None, force: bool = False,
                      build_args: dict[str, str] | None = None, log: Log = print) -> str:
     """Build (or reuse) the image for a task's ``environment/`` folder."""
     dockerfile = env_dir / "Dockerfile"
-    image_map = image_map or ImageMap.load()
-    text = rewrite_from_lines(dockerfile.read_text(), image_map, base_ref)
-    slug = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-.") or "task"
     args = dict(sorted((build_args or {}).items()))
-    ref = f"termcredit/task-{slug}:{_tree_digest(env_dir, text + json.dumps(args))[:12]}"
+    ref, text = task_image_ref(env_dir, name, base_ref=base_ref, image_map=image_map,
+                               build_args=args)
     if not force and image_exists(client, ref):
         return ref
     with tempfile.TemporaryDirectory(prefix="termcredit-ctx-") as tmp:

@@ -11,7 +11,11 @@ from typing import Any
 import tomli_w
 
 from ..estimators import INTEGRITY_POLICIES
+from ..harness.backend import BACKENDS, BackendSettings
 from .rollout import RolloutConfig
+
+# [rollout] keys that say where the sandboxes run (harness/backend.py), not how turns go
+BACKEND_KEYS = ("backend", "ray_address", "registry")
 
 
 @dataclass
@@ -49,7 +53,8 @@ class TrainConfig:
     integrity: str = "zero"
     estimator: dict[str, Any] = field(default_factory=dict)  # settings for estimators.build
     loss: dict[str, Any] = field(default_factory=dict)  # LossConfig fields
-    rollout: dict[str, Any] = field(default_factory=dict)  # RolloutConfig fields
+    # RolloutConfig fields, and backend = "local" | "ray" (ray_address, registry: BACKEND_KEYS)
+    rollout: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.tasks_per_step < 0:
@@ -58,12 +63,25 @@ class TrainConfig:
         bad = {k: v for k, v in self.turn_budget.items() if not isinstance(v, int) or v < 1}
         if bad:
             raise ConfigError(f"field 'turn_budget': turns must be integers >= 1: {bad}")
+        backend = self.rollout.get("backend", "local")
+        if backend not in BACKENDS:
+            raise ConfigError(f"field 'rollout.backend': must be one of "
+                              f"{', '.join(map(repr, BACKENDS))}, not {backend!r}")
+        for key in ("ray_address", "registry"):
+            if not isinstance(self.rollout.get(key, ""), str):
+                raise ConfigError(f"field 'rollout.{key}': a string, not "
+                                  f"{self.rollout[key]!r}")
         if self.integrity not in INTEGRITY_POLICIES:
             raise ConfigError(f"field 'integrity': must be one of "
                               f"{', '.join(map(repr, INTEGRITY_POLICIES))}, not {self.integrity!r}")
 
     def rollout_config(self) -> RolloutConfig:
-        return RolloutConfig(**self.rollout)
+        return RolloutConfig(**{k: v for k, v in self.rollout.items() if k not in BACKEND_KEYS})
+
+    def backend_settings(self) -> BackendSettings:
+        r = self.rollout
+        return BackendSettings(r.get("backend", "local"), r.get("ray_address") or None,
+                               r.get("registry") or None)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

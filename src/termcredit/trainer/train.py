@@ -28,9 +28,9 @@ from ..depgpo import trial_hook  # noqa: F401  registers graph.json for every ro
 from ..harness.infra import is_infra
 from ..estimators.group import is_zero_advantage, rewards_tied
 from ..records import Trajectory
-from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
+from ..harness.backend import make_backend
+from ..sandbox import ImageMap
 from ..tasks import Task, find_tasks
-from ..tasks.build import build_image
 from .checkpoint import latest_checkpoint, load_state, save_checkpoint
 from .config import TrainConfig, dump_config
 from .credit_metrics import credit_metrics, credit_metrics_for
@@ -136,14 +136,19 @@ class Trainer:
         if ckpt is not None:
             self.start = load_state(ckpt, self.opt)["step"] + 1
             self._truncate_metrics(self.start)
-        self.client = docker_client()
-        gc(self.client)
-        self.base = ensure_base_image(self.client, log=self._print_dim)
         self.image_map = ImageMap.load()
         self._images: dict[tuple[str, int], str] = {}
         self.run_id = f"train-{run_dir.name}-{secrets.token_hex(3)}"
-        self.pool = SandboxPool(self.client, self.run_id, ahead=cfg.group_size)
-        self.tb = self._tensorboard()
+        # where the sandboxes run ([rollout] backend): this engine, or a Ray cluster's nodes
+        self.backend = make_backend(cfg.backend_settings(), self.run_id, ahead=cfg.group_size,
+                                    log=self._print_dim)
+        self.pool = self.backend.pool
+        try:
+            self.backend.gc()
+            self.tb = self._tensorboard()
+        except BaseException:
+            self.backend.close()
+            raise
 
     # ------------------------------------------------------------------ plumbing
     def _print_dim(self, message: str) -> None:
@@ -166,9 +171,7 @@ class Trainer:
     def image(self, task: Task, instance: int) -> str:
         key = (task.name, instance if task.parametrized else 0)
         if key not in self._images:
-            self._images[key] = build_image(self.client, task, base_ref=self.base,
-                                            instance=key[1], image_map=self.image_map,
-                                            log=self._print_dim)
+            self._images[key] = self.backend.image(task, key[1], image_map=self.image_map)
         return self._images[key]
 
     def _log(self, row: dict[str, Any]) -> None:
@@ -355,6 +358,6 @@ class Trainer:
 
     def close(self) -> None:
         """Remove the pool's containers and flush TensorBoard (run() does this itself)."""
-        self.pool.close()
+        self.backend.close()
         if self.tb is not None:
             self.tb.close()
