@@ -49,6 +49,19 @@ def run_labels(client) -> set[str]:
                                             ignore_removed=True)}  # others' runs come and go
 
 
+def ray_replay_run(tmp_path: Path, commands: str, out: Path, ray_address: str, *,
+                   attempts: int, concurrency: int) -> subprocess.Popen:
+    """`termcredit run --backend ray` of a replay on hello-world, in the background (the
+    caller interrupts or kills what it runs)."""
+    replay = tmp_path / "cmds.txt"
+    replay.write_text(commands)
+    return subprocess.Popen(
+        [sys.executable, "-m", "termcredit.cli", "run", "--task", "tasks/hello-world", "-k",
+         str(attempts), "-n", str(concurrency), "--agent", f"replay:{replay}", "--backend", "ray",
+         "--ray-address", ray_address, "--out", str(out)], cwd=REPO, env=_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
 def test_run_on_ray_gives_the_local_rewards_and_trajectories(ray_address, client, tmp_path):
     replay = tmp_path / "cmds.txt"
     replay.write_text("cd /app\nls -la\necho 'Hello, world!' > hello.txt\ncat hello.txt\n"
@@ -145,14 +158,9 @@ def test_a_killed_host_actor_costs_its_episode_and_the_run_goes_on(ray_address, 
     from termcredit.trainer.train import integrity_counts, select_group
     from termcredit.trialdir import load_trajectory
 
-    replay = tmp_path / "cmds.txt"
-    replay.write_text("echo 'Hello, world!' > /app/hello.txt\nsleep 8\n")
     out = tmp_path / "killed"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "termcredit.cli", "run", "--task", "tasks/hello-world", "-k", "3",
-         "-n", "1", "--agent", f"replay:{replay}", "--backend", "ray", "--ray-address",
-         ray_address, "--out", str(out)], cwd=REPO, env=_env(), stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+    run = ray_replay_run(tmp_path, "echo 'Hello, world!' > /app/hello.txt\nsleep 8\n", out,
+                         ray_address, attempts=3, concurrency=1)
     try:
         kill_host_during_trial_1(out, ray_address, run)
         _, stderr = run.communicate(timeout=600)
@@ -180,14 +188,8 @@ def test_a_killed_host_actor_costs_its_episode_and_the_run_goes_on(ray_address, 
 def test_ctrl_c_removes_every_container_of_the_run(ray_address, client, tmp_path):
     import signal
 
-    replay = tmp_path / "cmds.txt"
-    replay.write_text("sleep 60\n")
     out = tmp_path / "interrupted"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "termcredit.cli", "run", "--task", "tasks/hello-world", "-k", "2",
-         "-n", "2", "--agent", f"replay:{replay}", "--backend", "ray", "--ray-address",
-         ray_address, "--out", str(out)], cwd=REPO, env=_env(), stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True)
+    run = ray_replay_run(tmp_path, "sleep 60\n", out, ray_address, attempts=2, concurrency=2)
     try:
         starts = [out / "hello-world" / f"attempt-{k}" / "trace" / "shell-start.strace"
                   for k in (0, 1)]
