@@ -18,6 +18,7 @@ Rewards [1, 0, 0]: mean 1/3, population std √2/3 -> Â = [√2, −1/√2, −
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 
@@ -229,3 +230,48 @@ def test_depgpo_stats_edges() -> None:
     # Â = ±1e-12 exactly (rewards 0 and 2e-12): at the tolerance, not under it
     tiny = estimators.build("depgpo", std=False)([traj_c(0.0), traj_c(2e-12)])
     assert tiny.stats["zero_advantage_group"] == 0.0
+
+
+def test_depgpo_negative_uniform_gives_failed_trajectories_unit_weights() -> None:
+    # Â = [√2, −1/√2, −1/√2]: A (positive) keeps its graph weights [21/22, 14/11, 0, 14/11];
+    # B's graph weights [0, 4/3, 4/3] give way to GRPO's [1, 1, 1]
+    out = estimators.build("depgpo", negative="uniform")([traj_a(), traj_b(), traj_c()])
+    assert close(out.step_advantages[0], [R2 * 21 / 22, R2 * 14 / 11, 0.0, R2 * 14 / 11])
+    assert close(out.step_advantages[1], [-1 / R2] * 3)
+    assert close(out.advantages[1], spread([-1 / R2] * 3, [1, 2, 1]))
+    assert close(out.step_advantages[2], [-1 / R2])
+
+
+def _failed_b(**ended: dict[str, object]) -> Trajectory:
+    """B with some steps' commands ending otherwise (``ended[str(index)]``: CommandRecord
+    fields), e.g. a garbled command that exited 2."""
+    b = traj_b(0.0)
+    steps = [Step(index=s.index, action=s.action,
+                  command=dataclasses.replace(s.command, **ended.get(str(s.index), {})))
+             for s in b.steps]
+    return traj(0.0, steps, [1, 2, 1])
+
+
+def test_depgpo_negative_errors_blames_the_commands_that_failed() -> None:
+    # group [A, B', C], Â = [√2, −1/√2, −1/√2]. B': step 0 exited 2, step 1 timed out (its
+    # exit status 0 notwithstanding), tokens [1, 2, 1]: f = [1, 1, 0], Σ n·f = 3, Σn = 4 ->
+    # w = [4/3, 4/3, 0]. C's `true` exited 0: nothing failed, so its graph weights (tied
+    # credits: unit) stay; A is positive and keeps its graph weights.
+    failed = _failed_b(**{"0": {"exit_code": 2}, "1": {"timed_out": True}})
+    out = estimators.build("depgpo", negative="errors")([traj_a(), failed, traj_c()])
+    assert close(out.step_advantages[0], [R2 * 21 / 22, R2 * 14 / 11, 0.0, R2 * 14 / 11])
+    assert close(out.step_advantages[1], [-4 / 3 / R2, -4 / 3 / R2, 0.0])
+    assert close(out.advantages[1], spread([-4 / 3 / R2, -4 / 3 / R2, 0.0], [1, 2, 1]))
+    assert sum(out.advantages[1]) / 4 == pytest.approx(-1 / R2, abs=1e-5)  # mean is Â
+    assert close(out.step_advantages[2], [-1 / R2])
+
+
+def test_depgpo_negative_errors_without_a_failed_command_keeps_graph_weights() -> None:
+    # B's commands all exited 0: its graph weights [0, 4/3, 4/3] (module docstring)
+    out = estimators.build("depgpo", negative="errors")([traj_a(), traj_b(), traj_c()])
+    assert close(out.step_advantages[1], [0.0, -4 / 3 / R2, -4 / 3 / R2])
+
+
+def test_depgpo_negative_must_be_a_known_mode() -> None:
+    with pytest.raises(ValueError, match="negative must be one of 'graph', 'uniform', 'errors'"):
+        estimators.build("depgpo", negative="blame")

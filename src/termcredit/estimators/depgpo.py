@@ -1,6 +1,15 @@
 """`depgpo` in the estimator registry: GRPO's group-relative outcome sets each trajectory's
 sign and size (Â_i); DepGPO's step weights spread it over the steps (A_{i,t} = Â_i · w_t),
-keeping the token-weighted mean equal to Â_i."""
+keeping the token-weighted mean equal to Â_i.
+
+How a negative Â_i (a failed episode) is spread, ``negative``:
+- ``"graph"`` (default): by the same credit as a positive one;
+- ``"uniform"``: GRPO's unit weights;
+- ``"errors"``: only over the steps whose command failed (exit status ≠ 0 or timed out),
+  token-normalised like the graph's weights; graph weights where no command failed.
+Why: the graph credits what reached the verifier, and in a failed episode that is often the
+correct early work, while the command at fault (a garbled one that errored and wrote nothing)
+gets no credit and so no blame (measured on the credit tier: docs/credit-tier.md)."""
 
 from __future__ import annotations
 
@@ -31,11 +40,33 @@ def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
     return stats
 
 
+NEGATIVE = ("graph", "uniform", "errors")
+
+
+def error_weights(traj: Trajectory, sw: StepWeights) -> list[float] | None:
+    """1 on the steps whose command failed (exit status ≠ 0 or timed out), 0 elsewhere,
+    scaled so that Σ n_t w_t = Σ n_t (the token-weighted mean stays Â); None when no step's
+    command failed or the failed ones have no tokens."""
+    by_index = {s.index: s for s in traj.steps}
+    failed = [float(by_index[i].command is not None
+                    and (by_index[i].command.exit_code != 0 or by_index[i].command.timed_out))
+              for i in sw.steps]
+    weighted = sum(n * f for n, f in zip(sw.n_tokens, failed))
+    if not weighted > 0:
+        return None
+    scale = sum(sw.n_tokens) / weighted
+    return [f * scale for f in failed]
+
+
 @register("depgpo")
 class DepGPO:
     def __init__(self, beta: float = 0.5, subtract_min: bool = True, std: bool = True,
                  diff_rewrites: str = "if-read", untraced_weight: float = 1.0,
-                 eps: float = 1e-6):
+                 eps: float = 1e-6, negative: str = "graph"):
+        if negative not in NEGATIVE:
+            raise ValueError(f"depgpo: negative must be one of {', '.join(map(repr, NEGATIVE))},"
+                             f" not {negative!r}")
+        self.negative = negative
         self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
                                 untraced_weight=untraced_weight)
         self.std, self.eps = std, eps
@@ -48,12 +79,21 @@ class DepGPO:
         hit = self._seen.get(id(traj))
         return hit[1] if hit is not None and hit[0]() is traj else None
 
+    def _blame(self, traj: Trajectory, sw: StepWeights) -> Sequence[float]:
+        """The weights a failed trajectory's negative advantage is spread by."""
+        if self.negative == "uniform":
+            return [1.0] * len(sw.w)
+        if self.negative == "errors":
+            return error_weights(traj, sw) or sw.w
+        return sw.w
+
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [depgpo_step_weights(facts_from_trajectory(t), self.cfg) for t in group]
         self._seen = {k: v for k, v in self._seen.items() if v[0]() is not None}
         self._seen.update((id(t), (weakref.ref(t), sw)) for t, sw in zip(group, weights))
-        per_step = [[a * w for w in sw.w] for sw, a in zip(weights, adv_hat)]
+        per_step = [[a * w for w in (self._blame(t, sw) if a < 0 else sw.w)]
+                    for t, sw, a in zip(group, weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
         return EstimatorResult(advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
