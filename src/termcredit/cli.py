@@ -160,6 +160,25 @@ def _cmd_credit_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_refine(args: argparse.Namespace) -> int:
+    from .refine import RefineOptions
+    from .refine.run import refine_run, result_line
+
+    out = Path(args.out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-refine"
+               / "refined.jsonl")
+    opts = RefineOptions(keep_reads=args.keep_reads, min_credit=args.min_credit,
+                         keep_writes=args.keep_writes)
+    report = refine_run(Path(args.run_dir), out, opts, tasks=args.tasks,
+                        concurrency=args.concurrency, command_timeout=args.command_timeout,
+                        obs_chars=args.obs_chars, log=_log)
+    for t in report["trajectories"]:
+        if not t["kept"]:
+            _log(f"not kept: {t['source']}: {t['why']}")
+    console.print(shown(f"{out}: {report['kept']} refined trajectories"))
+    print(result_line(report))
+    return 0
+
+
 def _cmd_graph(args: argparse.Namespace) -> int:
     from .depgpo import analyse
     from .depgpo.load import facts_from_trajectory
@@ -366,6 +385,41 @@ def build_parser() -> argparse.ArgumentParser:
                     help="per-command timeout in seconds (default 120)")
     ca.add_argument("--json", action="store_true", help="print audit.json to stdout")
     ca.set_defaults(func=_cmd_credit_audit)
+
+    rf = sub.add_parser("refine", help="SFT data from successful trials, minus steps that did "
+                        "not contribute", description="Read every successful trial under RUN_DIR "
+                        "(a `termcredit run` folder, a `train` run's rollouts and evaluations, a "
+                        "bench folder), drop the steps its dependency graph proves did not "
+                        "contribute (credit 0, no later command used their output, files or "
+                        "shell state, the verifier saw none of their changes), replay each "
+                        "refined trajectory in a fresh sandbox and keep it only if the verifier "
+                        "still gives 1. Writes chat-format JSONL (one {\"messages\": [...]} a "
+                        "line, the layout the SFT warm start reads), with per trajectory the "
+                        "steps dropped, the replay reward and the tokens saved (tiny tokenizer, "
+                        "else characters), and OUT.report.json; prints a RESULT line.")
+    rf.add_argument("run_dir", metavar="RUN_DIR")
+    rf.add_argument("--out", help="the JSONL file (default runs/<stamp>-refine/refined.jsonl); "
+                    "replays go to OUT's folder, <stem>-replays/")
+    rf.add_argument("--keep-reads", action="store_true",
+                    help="keep look-around steps whose stdout holds a value the next "
+                    "command's text contains")
+    rf.add_argument("--min-credit", type=float, metavar="X",
+                    help="keep every step whose DepGPO credit is at least X (steps proven "
+                    "droppable have credit 0, so only X <= 0 changes anything: 0 keeps all)")
+    rf.add_argument("--keep-writes", action="store_true",
+                    help="keep steps whose file writes last to the end even when nothing "
+                    "read them")
+    rf.add_argument("--tasks", action="append", metavar="DIR",
+                    help="where the trials' tasks are (repeatable; default ./tasks plus the "
+                    "run's own config)")
+    rf.add_argument("--concurrency", "-n", type=int, default=2, help="replays at once "
+                    "(default 2)")
+    rf.add_argument("--command-timeout", type=float, default=120.0,
+                    help="per-command timeout of the replays in seconds (default 120)")
+    rf.add_argument("--obs-chars", type=int, default=600,
+                    help="observation length in the chat, as the rollout's obs_chars "
+                    "(default 600)")
+    rf.set_defaults(func=_cmd_refine)
 
     gr = sub.add_parser("graph", help="draw a trial's dependency graph",
                         description="Draw the command / file-version graph of a trial: time "
