@@ -233,7 +233,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         cfg = bench_config(args.tier, ablations=args.ablations, model=args.model,
                            algos=args.algo, seeds=args.seed, steps=args.steps, lr=args.lr,
                            device=args.device, backend=args.backend,
-                           ray_address=args.ray_address)
+                           ray_address=args.ray_address, warm_demos=args.warm_demos)
     except ValueError as exc:
         console.print(shown(f"termcredit bench: {exc}", "red"))
         return 2
@@ -475,6 +475,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--steps", type=int, help="updates per run")
     b.add_argument("--lr", type=float, help="learning rate (the same for every algorithm)")
     b.add_argument("--device", help="cpu | cuda | auto")
+    b.add_argument("--warm-demos", choices=["noisy", "refined"],
+                   help="the start policy's demonstrations: noisy (default), or refined: the "
+                   "noisy ones replayed into trials and run through `termcredit refine`")
     b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
     _add_backend_flags(b, None)
     b.set_defaults(func=_cmd_bench)
