@@ -8,8 +8,8 @@ suspect). Their tasks are found from the run's own config (``config.toml``'s tas
 
 For each: ``select.decide`` on its dependency graph, then the kept commands are replayed, one
 step each, in a fresh sandbox of the task's image at the trial's instance
-(``credit_audit.CommandsAgent``: `replay:FILE`'s agent takes one command a line, this one a
-list, so multi-line commands stay whole). Only a replay the verifier gives 1 becomes a line of
+(``StepsAgent``: `replay:FILE`'s agent takes one command a line, this one a list, so
+multi-line commands stay whole). Only a replay the verifier gives 1 becomes a line of
 the dataset; the report (``<out>.report.json``) lists every trial, kept or not, and why.
 """
 
@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from ..depgpo.load import facts_from_trajectory
 from ..estimators.rewards import training_reward
+from ..harness.agents import AgentEnv, InvalidAction
 from ..harness.audit_cli import find_trials
 from ..harness.trial import run_trial, task_spec
 from ..records import Trajectory
@@ -32,6 +33,23 @@ from ..tasks import Task, find_tasks
 from ..trialdir import load_trajectory
 from .dataset import record, token_counter
 from .select import RefineOptions, decide, refined_commands
+
+
+class StepsAgent:
+    """Runs a list of commands, one step each (the bench's credit audit has one like it; the
+    bench sits above refine, so refine cannot import it)."""
+
+    name = "refine-replay"
+
+    def __init__(self, commands: list[str]):
+        self.commands = list(commands)
+
+    def run(self, env: AgentEnv) -> None:
+        for cmd in self.commands:
+            try:
+                env.step(cmd)
+            except InvalidAction as exc:
+                env.record_invalid(cmd, exc.reason)
 
 
 @dataclass
@@ -102,7 +120,6 @@ def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrenc
            ) -> list[Trajectory | None]:
     """Each job's commands, one step each, in a fresh sandbox (``out_dir/<k>``); the replayed
     trajectories (None where the replay left none)."""
-    from ..bench.credit_audit import CommandsAgent
     from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
     from ..tasks.build import build_image
 
@@ -122,7 +139,7 @@ def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrenc
     def one(k: int) -> Trajectory | None:
         task, inst, cmds = jobs[k]
         key = (task.name, inst if task.parametrized else 0)
-        r = run_trial(task, CommandsAgent(cmds, name="refine-replay"), pool,
+        r = run_trial(task, StepsAgent(cmds), pool,
                       task_spec(task, images[key]), out_dir / f"{k:04d}-{task.name}",
                       command_timeout=command_timeout, instance=inst)
         try:
