@@ -207,6 +207,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "algo": args.algo, "model": args.model, "tasks": tasks or None,
         "group_size": args.group_size, "steps": args.steps, "lr": args.lr, "seed": args.seed,
         "device": args.device, "teacher": args.teacher, "eval_every": args.eval_every,
+        "sft_data": args.sft_data,
     }
     if args.resume:
         run_dir = Path(args.resume)
@@ -445,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--seed", type=int, help="seed (default 0)")
     tr.add_argument("--device", help="cpu | cuda | auto (default cpu)")
     tr.add_argument("--teacher", help="OPD teacher policy (same tokenizer)")
+    tr.add_argument("--sft-data", metavar="FILE", help="SFT warm start before the first update "
+                    "on this chat-format JSONL (what `termcredit refine` writes); config "
+                    "sft_steps (default 100) and sft_lr (default 2e-3)")
     tr.add_argument("--eval-every", type=int,
                     help="held-out evaluation every N steps (greedy pass@1 unless the config "
                          "sets eval_samples / eval_temperature)")

@@ -85,3 +85,36 @@ def test_bench_refined_warm_start_on_the_micro_tier(tmp_path, base_ref):
     assert json.loads((tmp_path / "start" / "sft.json").read_text())["demos"] == 5
     for demo in load_sft_jsonl(tmp_path / "start" / "refine" / "refined.jsonl"):
         assert [a for a, _ in demo.turns] == ["echo 'Hello, world!' > /app/hello.txt", "done"]
+
+
+def test_train_warm_starts_on_a_chat_jsonl(tmp_path, base_ref):
+    import torch
+
+    from termcredit.trainer.config import load_config
+    from termcredit.trainer.policy import load_policy
+    from termcredit.trainer.sft import Demo, demo_messages
+    from termcredit.trainer.train import Trainer
+
+    data = tmp_path / "sft.jsonl"
+    solve = "echo 'Hello, world!' > /app/hello.txt"
+    data.write_text("".join(json.dumps({"messages": demo_messages(Demo(i, [(solve, "exit code: 0"),
+                                                                            ("done", "")]))}) + "\n"
+                            for i in ("Say hello.", "Write hello.")))
+    cfg = load_config(None, {"model": "micro", "tasks": [str(REPO / "tasks/hello-world")],
+                             "steps": 1, "sft_data": str(data), "sft_steps": 3})
+    trainer = Trainer(cfg, tmp_path / "run")
+    try:
+        fresh = load_policy("micro").model.state_dict()
+        trained = trainer.policy.model.state_dict()
+        assert any(not torch.equal(fresh[k], trained[k]) for k in fresh)
+    finally:
+        trainer.close()
+    sft = json.loads((tmp_path / "run" / "sft.json").read_text())
+    assert (sft["demos"], sft["steps"]) == (2, 3)
+
+
+def test_train_config_names_a_missing_sft_file(tmp_path):
+    from termcredit.trainer.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match="field 'sft_data'"):
+        load_config(None, {"sft_data": str(tmp_path / "none.jsonl")})
