@@ -75,3 +75,41 @@ def test_a_refined_trajectory_whose_replay_fails_is_not_kept(tmp_path, monkeypat
     assert report["trajectories"][0]["why"] == ("replay reward 0 < 1: a dropped step mattered "
                                                 "after all")
     assert out.read_text() == ""
+
+
+def test_trials_are_found_in_train_and_bench_layouts(tmp_path) -> None:
+    from termcredit.records import save_json
+    from termcredit.trialdir import save_trajectory
+
+    hello = str(REPO / "tasks" / "hello-world")
+    # a train run: config.toml names its tasks; rollouts and evaluation hold trial folders
+    train = tmp_path / "train"
+    train.mkdir()
+    (train / "config.toml").write_text(f'tasks = ["{hello}"]\n')
+    good = train / "rollouts" / "step-000000" / "hello-world-i0" / "g0"
+    bad = train / "rollouts" / "step-000000" / "hello-world-i0" / "g1"
+    mine = train / "refined-replays" / "0000-hello-world"
+    save_trajectory(_traj(1.0, ["echo hi > /app/out"]), good)
+    save_trajectory(_traj(0.0, ["echo no > /app/out"]), bad)
+    replayed = _traj(1.0, ["echo hi > /app/out"])
+    replayed.agent = refine_run.StepsAgent.name
+    save_trajectory(replayed, mine)
+    index = refine_run.task_index(train, [])
+    assert list(index) == ["hello-world"]
+    sources, skipped = refine_run.find_sources(train, index)
+    assert [s.traj.trial_dir for s in sources] == [str(good)]
+    assert sorted((Path(s["trial"]).name, s["why"]) for s in skipped) == [
+        ("0000-hello-world", "a refine replay (an earlier refine's output)"),
+        ("g1", "not successful")]
+    # a bench folder: bench.json and the runs inside it name the tasks
+    bench = tmp_path / "bench"
+    (bench / "depgpo" / "seed-0").mkdir(parents=True)
+    save_json({"tasks": [hello]}, bench / "bench.json")
+    save_trajectory(_traj(1.0, ["echo hi > /app/out"]),
+                    bench / "depgpo" / "seed-0" / "eval" / "step-000001" / "hello-world-i1000" / "g0")
+    index = refine_run.task_index(bench, [])
+    sources, skipped = refine_run.find_sources(bench, index)
+    assert len(sources) == 1 and skipped == []
+    # a task nobody names is reported, not guessed
+    sources, skipped = refine_run.find_sources(bench, {})
+    assert sources == [] and skipped[0]["why"] == "task 'hello-world' not found (--tasks)"

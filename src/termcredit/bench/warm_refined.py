@@ -51,7 +51,7 @@ def refined_demos(tasks: list[Task], out: Path, *, obs_chars: int = 600,
     keys = list(unique)
     trials = replay([(by_task[name], 0, list(cmds)) for name, cmds in keys],
                     out / "noisy-trials", concurrency=concurrency,
-                    command_timeout=command_timeout, log=log)
+                    command_timeout=command_timeout, log=log, agent="noisy-demo")
     ok = [(k, tr) for k, tr in zip(keys, trials)
           if tr is not None and training_reward(tr) >= 1.0]
     log(f"refined warm start: {len(ok)} of {len(keys)} distinct noisy demos solve their task")

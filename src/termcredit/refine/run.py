@@ -39,10 +39,10 @@ class StepsAgent:
     """Runs a list of commands, one step each (the bench's credit audit has one like it; the
     bench sits above refine, so refine cannot import it)."""
 
-    name = "refine-replay"
+    name = "refine-replay"  # refine's own replays: never taken as input trials
 
-    def __init__(self, commands: list[str]):
-        self.commands = list(commands)
+    def __init__(self, commands: list[str], name: str = name):
+        self.commands, self.name = list(commands), name
 
     def run(self, env: AgentEnv) -> None:
         for cmd in self.commands:
@@ -106,7 +106,9 @@ def find_sources(run_dir: Path, tasks: dict[str, Task], skip: Path | None = None
         except Exception as exc:  # unreadable trial: say so, go on
             skipped.append({"trial": str(d), "why": f"unreadable: {exc}"})
             continue
-        if training_reward(traj) < 1.0:
+        if traj.agent == StepsAgent.name:
+            skipped.append({"trial": str(d), "why": "a refine replay (an earlier refine's output)"})
+        elif training_reward(traj) < 1.0:
             skipped.append({"trial": str(d), "why": "not successful"})
         elif traj.task not in tasks:
             skipped.append({"trial": str(d), "why": f"task {traj.task!r} not found (--tasks)"})
@@ -116,10 +118,10 @@ def find_sources(run_dir: Path, tasks: dict[str, Task], skip: Path | None = None
 
 
 def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrency: int = 2,
-           command_timeout: float = 120.0, log: Callable[[str], None] = lambda m: None
-           ) -> list[Trajectory | None]:
-    """Each job's commands, one step each, in a fresh sandbox (``out_dir/<k>``); the replayed
-    trajectories (None where the replay left none)."""
+           command_timeout: float = 120.0, log: Callable[[str], None] = lambda m: None,
+           agent: str = StepsAgent.name) -> list[Trajectory | None]:
+    """Each job's commands, one step each, in a fresh sandbox (``out_dir/<k>``), recorded as
+    agent ``agent``; the replayed trajectories (None where the replay left none)."""
     from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
     from ..tasks.build import build_image
 
@@ -139,7 +141,7 @@ def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrenc
     def one(k: int) -> Trajectory | None:
         task, inst, cmds = jobs[k]
         key = (task.name, inst if task.parametrized else 0)
-        r = run_trial(task, StepsAgent(cmds), pool,
+        r = run_trial(task, StepsAgent(cmds, agent), pool,
                       task_spec(task, images[key]), out_dir / f"{k:04d}-{task.name}",
                       command_timeout=command_timeout, instance=inst)
         try:
