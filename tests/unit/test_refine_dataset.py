@@ -39,6 +39,10 @@ def test_loader_names_the_bad_line(tmp_path: Path) -> None:
     f.write_text(good + "\n{oops\n")
     with pytest.raises(ValueError, match=r"d.jsonl:2: not JSON"):
         load_sft_jsonl(f)
+    other = demo_messages(Demo("x", [("done", "")]), system="You are a pirate.")
+    f.write_text(json.dumps({"messages": other}) + "\n")
+    with pytest.raises(ValueError, match=r"d.jsonl:1: messages\[0\]: the system message"):
+        load_sft_jsonl(f)
     f.write_text(good + "\n")
     assert load_sft_jsonl(f) == [Demo("x", [("done", "")])]
 

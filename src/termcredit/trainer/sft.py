@@ -40,7 +40,8 @@ def demo_messages(demo: Demo, system: str = SYSTEM_PROMPT) -> list[dict[str, str
 
 
 def demo_from_messages(msgs: Any, where: str = "messages") -> Demo:
-    """``demo_messages``'s inverse; anything else is an error naming ``where``."""
+    """``demo_messages``'s inverse (with the trainer's own system prompt); anything else is an
+    error naming ``where``."""
     if not isinstance(msgs, list) or len(msgs) < 3:
         raise ValueError(f"{where}: a list of at least system, user and assistant messages")
     for k, m in enumerate(msgs):
@@ -53,6 +54,9 @@ def demo_from_messages(msgs: Any, where: str = "messages") -> Demo:
     if roles != want or roles[-1] != "assistant":
         raise ValueError(f"{where}: roles must be system, user, then assistant/user turns ending "
                          f"with assistant, got {roles}")
+    if msgs[0]["content"] != SYSTEM_PROMPT:
+        raise ValueError(f"{where}[0]: the system message is not the trainer's system prompt "
+                         "(trainer/actions.py SYSTEM_PROMPT), which the SFT layout always uses")
     turns = [(msgs[k]["content"], msgs[k + 1]["content"] if k + 1 < len(msgs) else "")
              for k in range(2, len(msgs), 2)]
     return Demo(msgs[1]["content"], turns)
