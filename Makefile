@@ -61,7 +61,7 @@ clean: ## remove runs/, caches and every termcredit container
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 .PHONY: mutants
-mutants: venv ## mutation testing of the estimators, DepGPO credit and the loss against tests/unit; prints survivors (slow)
+mutants: venv ## mutation testing of the estimators, DepGPO credit, the loss and refine's drop rule against tests/unit; prints survivors (slow)
 	$(VENV)/bin/mutmut run --max-children $(or $(JOBS),2)
 	@echo "surviving mutants (mutmut show <name> for the diff):"
 	@$(VENV)/bin/mutmut results

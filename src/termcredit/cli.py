@@ -160,6 +160,25 @@ def _cmd_credit_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_refine(args: argparse.Namespace) -> int:
+    from .refine import RefineOptions
+    from .refine.run import refine_run, result_line
+
+    out = Path(args.out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-refine"
+               / "refined.jsonl")
+    opts = RefineOptions(keep_reads=args.keep_reads, min_credit=args.min_credit,
+                         keep_writes=args.keep_writes)
+    report = refine_run(Path(args.run_dir), out, opts, tasks=args.tasks,
+                        concurrency=args.concurrency, command_timeout=args.command_timeout,
+                        obs_chars=args.obs_chars, log=_log)
+    for t in report["trajectories"]:
+        if not t["kept"]:
+            _log(f"not kept: {t['source']}: {t['why']}")
+    console.print(shown(f"{out}: {report['kept']} refined trajectories"))
+    print(result_line(report))
+    return 0
+
+
 def _cmd_graph(args: argparse.Namespace) -> int:
     from .depgpo import analyse
     from .depgpo.load import facts_from_trajectory
@@ -188,6 +207,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "algo": args.algo, "model": args.model, "tasks": tasks or None,
         "group_size": args.group_size, "steps": args.steps, "lr": args.lr, "seed": args.seed,
         "device": args.device, "teacher": args.teacher, "eval_every": args.eval_every,
+        "sft_data": args.sft_data,
     }
     if args.resume:
         run_dir = Path(args.resume)
@@ -214,7 +234,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         cfg = bench_config(args.tier, ablations=args.ablations, model=args.model,
                            algos=args.algo, seeds=args.seed, steps=args.steps, lr=args.lr,
                            device=args.device, backend=args.backend,
-                           ray_address=args.ray_address)
+                           ray_address=args.ray_address, warm_demos=args.warm_demos)
     except ValueError as exc:
         console.print(shown(f"termcredit bench: {exc}", "red"))
         return 2
@@ -367,6 +387,41 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--json", action="store_true", help="print audit.json to stdout")
     ca.set_defaults(func=_cmd_credit_audit)
 
+    rf = sub.add_parser("refine", help="SFT data from successful trials, minus steps that did "
+                        "not contribute", description="Read every successful trial under RUN_DIR "
+                        "(a `termcredit run` folder, a `train` run's rollouts and evaluations, a "
+                        "bench folder), drop the steps its dependency graph proves did not "
+                        "contribute (credit 0, no later command used their output, files or "
+                        "shell state, the verifier saw none of their changes), replay each "
+                        "refined trajectory in a fresh sandbox and keep it only if the verifier "
+                        "still gives 1. Writes chat-format JSONL (one {\"messages\": [...]} a "
+                        "line, the layout the SFT warm start reads), with per trajectory the "
+                        "steps dropped, the replay reward and the tokens saved (tiny tokenizer, "
+                        "else characters), and OUT.report.json; prints a RESULT line.")
+    rf.add_argument("run_dir", metavar="RUN_DIR")
+    rf.add_argument("--out", help="the JSONL file (default runs/<stamp>-refine/refined.jsonl); "
+                    "replays go to OUT's folder, <stem>-replays/")
+    rf.add_argument("--keep-reads", action="store_true",
+                    help="keep look-around steps whose stdout holds a value the next "
+                    "command's text contains")
+    rf.add_argument("--min-credit", type=float, metavar="X",
+                    help="keep every step whose DepGPO credit is at least X (steps proven "
+                    "droppable have credit 0, so only X <= 0 changes anything: 0 keeps all)")
+    rf.add_argument("--keep-writes", action="store_true",
+                    help="keep steps whose file writes last to the end even when nothing "
+                    "read them")
+    rf.add_argument("--tasks", action="append", metavar="DIR",
+                    help="where the trials' tasks are (repeatable; default ./tasks plus the "
+                    "run's own config)")
+    rf.add_argument("--concurrency", "-n", type=int, default=2, help="replays at once "
+                    "(default 2)")
+    rf.add_argument("--command-timeout", type=float, default=120.0,
+                    help="per-command timeout of the replays in seconds (default 120)")
+    rf.add_argument("--obs-chars", type=int, default=600,
+                    help="observation length in the chat, as the rollout's obs_chars "
+                    "(default 600)")
+    rf.set_defaults(func=_cmd_refine)
+
     gr = sub.add_parser("graph", help="draw a trial's dependency graph",
                         description="Draw the command / file-version graph of a trial: time "
                         "left to right, commands coloured by credit, verifier resources "
@@ -391,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--seed", type=int, help="seed (default 0)")
     tr.add_argument("--device", help="cpu | cuda | auto (default cpu)")
     tr.add_argument("--teacher", help="OPD teacher policy (same tokenizer)")
+    tr.add_argument("--sft-data", metavar="FILE", help="SFT warm start before the first update "
+                    "on this chat-format JSONL (what `termcredit refine` writes); config "
+                    "sft_steps (default 100) and sft_lr (default 2e-3)")
     tr.add_argument("--eval-every", type=int,
                     help="held-out evaluation every N steps (greedy pass@1 unless the config "
                          "sets eval_samples / eval_temperature)")
@@ -421,6 +479,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--steps", type=int, help="updates per run")
     b.add_argument("--lr", type=float, help="learning rate (the same for every algorithm)")
     b.add_argument("--device", help="cpu | cuda | auto")
+    b.add_argument("--warm-demos", choices=["noisy", "refined"],
+                   help="the start policy's demonstrations: noisy (default), or refined: the "
+                   "noisy ones replayed into trials and run through `termcredit refine`")
     b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
     _add_backend_flags(b, None)
     b.set_defaults(func=_cmd_bench)

@@ -3,7 +3,9 @@ instances, with the same seeds and budgets; periodic evaluation on held-out inst
 
 Protocol:
 1. Warm start: the policy (tiny by default) is fine-tuned on *noisy* demonstrations
-   (bench/demos.py) for a fixed number of steps, so its success rate sits inside (0, 1).
+   (bench/demos.py) for a fixed number of steps, so its success rate sits inside (0, 1);
+   ``warm_demos = "refined"``: on those demonstrations' successful trials run through
+   `termcredit refine` instead (bench/warm_refined.py).
    Saved once as ``start/``; every algorithm and seed starts from these weights.
 2. OPD teacher: the same architecture fine-tuned longer on *clean* demonstrations
    (``teacher/``); same tokenizer, so its log-probs score the student's exact tokens.
@@ -75,7 +77,12 @@ class BenchConfig:
     device: str = "cpu"
     backend: str = "local"  # where the sandboxes run: local | ray (harness/backend.py)
     ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
+    # the start policy's demonstrations: "noisy" (demos.py), or "refined": the noisy ones
+    # replayed into trials and run through `termcredit refine` (warm_refined.py)
+    warm_demos: str = "noisy"
 
+
+WARM_DEMOS = ("noisy", "refined")
 
 # 80 new tokens: the longest oracle command of the credit tasks is 55 tiny tokens. Sampling at
 # temperature 0.75 (training and evaluation alike): at 1 the 5 M-parameter start policy garbles
@@ -124,6 +131,8 @@ def bench_config(tier: str, *, ablations: bool = False, **overrides: Any) -> Ben
     if ablations and not overrides.get("algos"):
         data["algos"] = list(ABLATIONS)
     cfg = BenchConfig(tier=tier, **data)
+    if cfg.warm_demos not in WARM_DEMOS:
+        raise ValueError(f"warm_demos: one of {', '.join(WARM_DEMOS)}, not {cfg.warm_demos!r}")
     for spec in cfg.algos:
         parse_algo(spec)  # a typo fails now, not hours in
     if not cfg.tasks:
@@ -184,8 +193,15 @@ def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | Non
     teacher (clean SFT)."""
     tasks = find_tasks(cfg.tasks)
     rng = random.Random(0)
-    noisy = [d for t in tasks for d in noisy_demos(t, rng)]
-    start = _sft_checkpoint(cfg, out / "start", noisy, cfg.warm_steps, console)
+    demos = [d for t in tasks for d in noisy_demos(t, rng)]
+    if cfg.warm_demos == "refined" and not (out / "start" / "config.json").is_file():
+        from .warm_refined import refined_demos
+
+        demos = refined_demos(tasks, out / "start" / "refine",
+                              obs_chars=int(cfg.rollout.get("obs_chars", 600)),
+                              command_timeout=float(cfg.rollout.get("command_timeout", 10.0)),
+                              log=lambda m: console.print(Text(m, style="dim")))
+    start = _sft_checkpoint(cfg, out / "start", demos, cfg.warm_steps, console)
     teacher = None
     if any(estimators.TEACHER_LOGPROBS in estimators.needs(parse_algo(a)[0])
            for a in cfg.algos):

@@ -31,6 +31,11 @@ class TrainConfig:
     device: str = "cpu"  # cpu | cuda | auto
     out: str | None = None
     teacher: str | None = None  # OPD teacher: a policy with the same tokenizer
+    # SFT warm start before the first update (not on resume): chat-format JSONL, the layout
+    # `termcredit refine` writes (trainer.sft.load_sft_jsonl); sft_steps at sft_lr, batch 8
+    sft_data: str | None = None
+    sft_steps: int = 100
+    sft_lr: float = 2e-3
     train_instances: int = 8  # instance seeds 0..n-1 (parametrised tasks)
     # groups per update: this many tasks round robin, one group of group_size each; 0: every
     # task in every update (each update then sees the whole task set)
@@ -71,6 +76,10 @@ class TrainConfig:
             if not isinstance(self.rollout.get(key, ""), str):
                 raise ConfigError(f"field 'rollout.{key}': a string, not "
                                   f"{self.rollout[key]!r}")
+        if self.sft_data is not None and not Path(self.sft_data).is_file():
+            raise ConfigError(f"field 'sft_data': {self.sft_data}: no such file")
+        if self.sft_steps < 1:
+            raise ConfigError(f"field 'sft_steps': 1 or more, not {self.sft_steps}")
         if self.integrity not in INTEGRITY_POLICIES:
             raise ConfigError(f"field 'integrity': must be one of "
                               f"{', '.join(map(repr, INTEGRITY_POLICIES))}, not {self.integrity!r}")

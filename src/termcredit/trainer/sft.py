@@ -8,8 +8,10 @@ are trained on.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -23,6 +25,62 @@ from .policy import pad_batch
 class Demo:
     instruction: str
     turns: list[tuple[str, str]] = field(default_factory=list)  # (action, observation after it)
+
+
+def demo_messages(demo: Demo, system: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
+    """The chat a demonstration is: system, the instruction (user), then per turn the action
+    (assistant) and, except after the last, its observation (user), as ``demo_layout`` lays
+    it out (``observation_role`` "user", the rollout's)."""
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": demo.instruction}]
+    for i, (action, obs) in enumerate(demo.turns):
+        msgs.append({"role": "assistant", "content": action})
+        if i + 1 < len(demo.turns):
+            msgs.append({"role": "user", "content": obs})
+    return msgs
+
+
+def demo_from_messages(msgs: Any, where: str = "messages") -> Demo:
+    """``demo_messages``'s inverse (with the trainer's own system prompt); anything else is an
+    error naming ``where``."""
+    if not isinstance(msgs, list) or len(msgs) < 3:
+        raise ValueError(f"{where}: a list of at least system, user and assistant messages")
+    for k, m in enumerate(msgs):
+        if not (isinstance(m, dict) and isinstance(m.get("role"), str)
+                and isinstance(m.get("content"), str)):
+            raise ValueError(f"{where}[{k}]: needs string 'role' and 'content'")
+    roles = [m["role"] for m in msgs]
+    want = ["system", "user"] + ["assistant", "user"] * ((len(msgs) - 2) // 2)
+    want = (want + ["assistant"])[:len(msgs)]
+    if roles != want or roles[-1] != "assistant":
+        raise ValueError(f"{where}: roles must be system, user, then assistant/user turns ending "
+                         f"with assistant, got {roles}")
+    if msgs[0]["content"] != SYSTEM_PROMPT:
+        raise ValueError(f"{where}[0]: the system message is not the trainer's system prompt "
+                         "(trainer/actions.py SYSTEM_PROMPT), which the SFT layout always uses")
+    turns = [(msgs[k]["content"], msgs[k + 1]["content"] if k + 1 < len(msgs) else "")
+             for k in range(2, len(msgs), 2)]
+    return Demo(msgs[1]["content"], turns)
+
+
+def load_sft_jsonl(path: str | Path) -> list[Demo]:
+    """Demonstrations from a chat-format JSONL file (one ``{"messages": [...]}`` object a
+    line, other keys ignored), e.g. what `termcredit refine` writes."""
+    demos = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read SFT data: {exc}") from exc
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{n}: a JSON object with 'messages' expected")
+        demos.append(demo_from_messages(row.get("messages"), f"{path}:{n}: messages"))
+    return demos
 
 
 def demo_layout(policy: Any, demo: Demo, system: str = SYSTEM_PROMPT) -> TokenLayout:

@@ -123,9 +123,13 @@ class Trainer:
         self.policy = load_policy(str(ckpt / "model") if ckpt else cfg.model, device=cfg.device,
                                   seed=cfg.model_seed)
         self.layout = self.policy.chat()
+        if ckpt is None and cfg.sft_data:
+            self._warm_start(cfg.sft_data)
         self.loss_cfg = LossConfig(**cfg.loss)
         self.ref = (load_policy(cfg.model, device=cfg.device, seed=cfg.model_seed)
                     if self.loss_cfg.kl_coef else None)
+        if self.ref is not None and ckpt is None and cfg.sft_data:  # the KL anchors the SFT start
+            self.ref.model.load_state_dict(self.policy.model.state_dict())
         self.estimator = estimators.build(cfg.algo, **cfg.estimator)
         # what the estimator reads beyond the rollouts (a teacher's log-probs, ...)
         self.providers = providers_for(self.estimator.needs, cfg, self.policy)
@@ -149,6 +153,21 @@ class Trainer:
         except BaseException:
             self.backend.close()
             raise
+
+    def _warm_start(self, path: str) -> None:
+        """SFT on ``path`` (``sft_data``) before any update; ``sft.json`` records it."""
+        from .sft import load_sft_jsonl, sft
+
+        demos = load_sft_jsonl(path)
+        if not demos:
+            raise ValueError(f"{path}: no demonstrations (sft_data)")
+        losses = sft(self.policy, demos, steps=self.cfg.sft_steps, lr=self.cfg.sft_lr,
+                     seed=self.cfg.seed)
+        (self.run_dir / "sft.json").write_text(json.dumps(
+            {"sft_data": path, "demos": len(demos), "steps": self.cfg.sft_steps,
+             "final_loss": losses[-1]}, indent=2))
+        self._print_dim(f"SFT warm start on {len(demos)} demos, {self.cfg.sft_steps} steps, "
+                        f"final loss {losses[-1]:.3f}")
 
     # ------------------------------------------------------------------ plumbing
     def _print_dim(self, message: str) -> None:

@@ -1,0 +1,214 @@
+"""`termcredit refine RUN_DIR`: successful trials in, a replay-checked SFT dataset out.
+
+Trials: every trial folder under RUN_DIR (a `termcredit run` folder, a `termcredit train` run
+with its rollouts/ and eval folders, a bench folder with every run in it: whatever holds
+``trajectory.json``) whose training reward is 1 (verifier passed, no tampering, not
+suspect). Their tasks are found from the run's own config (``config.toml``'s tasks, a bench's
+``bench.json``, those of the runs inside it) and the ``tasks`` folders given.
+
+For each: ``select.decide`` on its dependency graph, then the kept commands are replayed, one
+step each, in a fresh sandbox of the task's image at the trial's instance
+(``StepsAgent``: `replay:FILE`'s agent takes one command a line, this one a list, so
+multi-line commands stay whole). Only a replay the verifier gives 1 becomes a line of
+the dataset; the report (``<out>.report.json``) lists every trial, kept or not, and why.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..depgpo.load import facts_from_trajectory
+from ..estimators.rewards import training_reward
+from ..harness.agents import AgentEnv, InvalidAction
+from ..harness.audit_cli import find_trials
+from ..harness.trial import run_trial, task_spec
+from ..records import Trajectory
+from ..tasks import Task, find_tasks
+from ..trialdir import load_trajectory
+from .dataset import record, token_counter
+from .select import RefineOptions, decide, refined_commands
+
+
+class StepsAgent:
+    """Runs a list of commands, one step each (the bench's credit audit has one like it; the
+    bench sits above refine, so refine cannot import it)."""
+
+    name = "refine-replay"  # refine's own replays: never taken as input trials
+
+    def __init__(self, commands: list[str], name: str = name):
+        self.commands, self.name = list(commands), name
+
+    def run(self, env: AgentEnv) -> None:
+        for cmd in self.commands:
+            try:
+                env.step(cmd)
+            except InvalidAction as exc:
+                env.record_invalid(cmd, exc.reason)
+
+
+@dataclass
+class Source:
+    """A successful trial to refine."""
+
+    traj: Trajectory
+    task: Task
+
+    @property
+    def instance(self) -> int:
+        inst = self.traj.info.get("instance", 0)
+        return inst if isinstance(inst, int) else 0
+
+
+def _config_tasks(run_dir: Path) -> list[str]:
+    """Task paths named by the run's configs (run, train, bench, and the runs in a bench)."""
+    paths: list[str] = []
+    for cfg in [run_dir / "config.toml", *sorted(run_dir.glob("*/seed-*/config.toml"))]:
+        try:
+            data = tomllib.loads(cfg.read_text())
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        tasks = data.get("run", data).get("tasks", [])
+        paths += [t for t in tasks if isinstance(t, str)]
+    try:
+        bench = json.loads((run_dir / "bench.json").read_text())
+        paths += [t for t in bench.get("tasks", []) if isinstance(t, str)]
+    except (OSError, ValueError, AttributeError):
+        pass
+    return paths
+
+
+def task_index(run_dir: Path, extra: list[str]) -> dict[str, Task]:
+    index: dict[str, Task] = {}
+    for p in [*extra, *_config_tasks(run_dir)]:
+        if Path(p).exists():
+            for t in find_tasks([p]):
+                index.setdefault(t.name, t)
+    return index
+
+
+def find_sources(run_dir: Path, tasks: dict[str, Task], skip: Path | None = None
+                 ) -> tuple[list[Source], list[dict[str, str]]]:
+    """(successful trials with a known task, skipped trials with why)."""
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir}: no such run directory")
+    sources, skipped = [], []
+    for d in find_trials(run_dir):
+        if skip is not None and d.resolve().is_relative_to(skip.resolve()):
+            continue  # refine's own replays
+        try:
+            traj = load_trajectory(d)
+        except Exception as exc:  # unreadable trial: say so, go on
+            skipped.append({"trial": str(d), "why": f"unreadable: {exc}"})
+            continue
+        if traj.agent == StepsAgent.name:
+            skipped.append({"trial": str(d), "why": "a refine replay (an earlier refine's output)"})
+        elif training_reward(traj) < 1.0:
+            skipped.append({"trial": str(d), "why": "not successful"})
+        elif traj.task not in tasks:
+            skipped.append({"trial": str(d), "why": f"task {traj.task!r} not found (--tasks)"})
+        else:
+            sources.append(Source(traj, tasks[traj.task]))
+    return sources, skipped
+
+
+def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrency: int = 2,
+           command_timeout: float = 120.0, log: Callable[[str], None] = lambda m: None,
+           agent: str = StepsAgent.name) -> list[Trajectory | None]:
+    """Each job's commands, one step each, in a fresh sandbox (``out_dir/<k>``), recorded as
+    agent ``agent``; the replayed trajectories (None where the replay left none)."""
+    from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
+    from ..tasks.build import build_image
+
+    if not jobs:
+        return []
+    client = docker_client()
+    base = ensure_base_image(client, log=log)
+    images: dict[tuple[str, int], str] = {}
+    for task, inst, _ in jobs:
+        key = (task.name, inst if task.parametrized else 0)
+        if key not in images:
+            images[key] = build_image(client, task, base_ref=base, instance=key[1],
+                                      image_map=ImageMap.load(None), log=log)
+    run_id = f"refine-{secrets.token_hex(3)}"
+    pool = SandboxPool(client, run_id, ahead=max(1, concurrency))
+
+    def one(k: int) -> Trajectory | None:
+        task, inst, cmds = jobs[k]
+        key = (task.name, inst if task.parametrized else 0)
+        r = run_trial(task, StepsAgent(cmds, agent), pool,
+                      task_spec(task, images[key]), out_dir / f"{k:04d}-{task.name}",
+                      command_timeout=command_timeout, instance=inst)
+        try:
+            return load_trajectory(r.trial_dir)
+        except Exception:
+            return None
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as ex:
+            return list(ex.map(one, range(len(jobs))))
+    finally:
+        pool.close()
+        gc(client, run_id=run_id)
+
+
+def refine_sources(sources: list[Source], out: Path, opts: RefineOptions = RefineOptions(), *,
+                   concurrency: int = 2, command_timeout: float = 120.0, obs_chars: int = 600,
+                   log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+    """Decide, replay, keep what still passes; writes ``out`` (JSONL) and returns the report
+    (written to ``<out>.report.json`` by ``refine_run``)."""
+    decisions = [decide(s.traj, facts_from_trajectory(s.traj), opts) for s in sources]
+    jobs = [(s.task, s.instance, refined_commands(d)) for s, d in zip(sources, decisions)]
+    replays = replay(jobs, out.with_name(out.stem + "-replays"), concurrency=concurrency,
+                     command_timeout=command_timeout, log=log)
+    rows, trajs = [], []
+    for s, d, rep in zip(sources, decisions, replays):
+        reward = training_reward(rep) if rep is not None else 0.0
+        entry = {"source": s.traj.trial_dir, "task": s.task.name,
+                 "steps": len(s.traj.steps), "dropped": sum(not x.keep for x in d),
+                 "replay": rep.trial_dir if rep is not None else None, "replay_reward": reward}
+        if rep is not None and reward >= 1.0:
+            rows.append(record(s.traj, rep, d, reward, obs_chars))
+            entry["kept"] = True
+        else:
+            entry["kept"] = False
+            entry["why"] = ("the replay left no trajectory" if rep is None else
+                            f"replay reward {reward:g} < 1: a dropped step mattered after all")
+        trajs.append(entry)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    tmp.replace(out)
+    unit = rows[0]["token_unit"] if rows else token_counter()[0]
+    return {"out": str(out), "trials_in": len(sources), "kept": len(rows),
+            "rejected": len(sources) - len(rows),
+            "steps_dropped": sum(len(r["steps_dropped"]) for r in rows),
+            "tokens_saved": sum(r["tokens_saved"] for r in rows), "token_unit": unit,
+            "options": {"keep_reads": opts.keep_reads, "min_credit": opts.min_credit,
+                        "keep_writes": opts.keep_writes},
+            "trajectories": trajs}
+
+
+def refine_run(run_dir: Path, out: Path, opts: RefineOptions = RefineOptions(), *,
+               tasks: list[str] | None = None, **kw: Any) -> dict[str, Any]:
+    index = task_index(run_dir, tasks if tasks is not None else
+                       (["tasks"] if Path("tasks").is_dir() else []))
+    sources, skipped = find_sources(run_dir, index, skip=out.with_name(out.stem + "-replays"))
+    report = refine_sources(sources, out, opts, **kw)
+    report["run_dir"] = str(run_dir)
+    report["trials_seen"] = len(sources) + len(skipped)
+    report["skipped"] = skipped
+    out.with_name(out.name + ".report.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def result_line(report: dict[str, Any]) -> str:
+    return (f"RESULT refine trials_seen={report.get('trials_seen', report['trials_in'])} "
+            f"successful={report['trials_in']} kept={report['kept']} "
+            f"rejected={report['rejected']} steps_dropped={report['steps_dropped']} "
+            f"tokens_saved={report['tokens_saved']} ({report['token_unit']})")
