@@ -2,11 +2,14 @@
 differences, the ablation section, and run text printed verbatim."""
 
 import json
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from termcredit.bench.report import write_report
 from termcredit.bench.stats import run_dir_name
 
+TRIAL = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "trial-50"
 ALGOS = ["grpo", "depgpo", "depgpo[subtract_min=false]"]
 
 
@@ -67,7 +70,12 @@ def _write(out):
 
 def test_the_credit_report(tmp_path):
     out = tmp_path / "bench"
-    doc = write_report(out, _write(out), n_boot=2000)
+    cfg = _write(out)
+    # one failed DepGPO rollout: a recorded trial whose only credited step wrote the answer
+    g0 = out / "depgpo" / "seed-0" / "rollouts" / "step-000000" / "chain-answer-i0" / "g0"
+    shutil.copytree(TRIAL, g0)
+    (g0 / "result.json").write_text(json.dumps({"task": "chain-answer", "reward": 0.0}))
+    doc = write_report(out, cfg, n_boot=2000)
     algos, cmp_ = doc["algorithms"], doc["comparisons"]
     # final success: mean over seeds of each algorithm's own non-infra episodes
     assert algos["depgpo"]["final_success_mean"] == (0.75 + 0.6) / 2
@@ -92,6 +100,8 @@ def test_the_credit_report(tmp_path):
     assert ("Start checkpoint (held-out, 430 episodes): success 0.310 (aim 0.2–0.5), DepGPO "
             "non-fallback 0.620") in report
     assert "| single_step | untraced |" in report
+    assert doc["depgpo_blame"]["fail_weight_on_exit0"] == 1.0  # no command errored
+    assert "Where DepGPO's weight went in its 1 training rollouts (1 failed)" in report
     assert "| [bold]x | plain |" in report  # run text as text, no markup interpreted
     assert "[bold]x" in (out / "report.html").read_text()
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

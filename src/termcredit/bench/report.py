@@ -14,6 +14,7 @@ from typing import Any
 
 from ..trialdir import TrialPaths, load_trajectory
 from . import stats as stats_
+from .blame import blame_lines, blame_split, rollout_trials, tally
 from .plots import plot_curves
 from .stats import Run, compare, run_dir_name
 
@@ -209,6 +210,11 @@ def _shared_seconds(out: Path) -> dict[str, float]:
             "start_eval_s": total("start/eval-seed-*.json", "time/eval_s")}
 
 
+def _blame(out: Path, algos: list[str]) -> dict[str, Any] | None:
+    trials = rollout_trials(out / "depgpo") if "depgpo" in algos else []
+    return blame_split(tally(trials)) if trials else None
+
+
 def _config(out: Path) -> Any:
     """The BenchConfig as bench.json holds it (a report rewritten from a bench directory)."""
     from .protocol import BenchConfig
@@ -230,6 +236,7 @@ def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dic
            "seeds": cfg.seeds, "evaluation": eval_kind(cfg), "algorithms": summary,
            "comparisons": compare(runs, n_boot=n_boot),
            "start": json.loads(start.read_text()) if start.is_file() else None,
+           "depgpo_blame": _blame(out, cfg.algos),
            "updates_ratio_grpo_over_depgpo": ratio, "updates_ratio_note": why,
            "time_total_s": {k: sum(r["time_s"][k] for r in summary.values())
                             for k in TIME_NAMES}}
@@ -398,6 +405,8 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     if cmp_.get("baselines"):
         lines.append("DepGPO is not better in final success, at 95%, than: "
                      + (", ".join(not_better) if not_better else "none of the baselines") + ".")
+    blame = blame_lines(doc.get("depgpo_blame"))
+    lines += [""] + blame if blame else []
     if len(cfg.seeds) < 3:
         lines.append(f"With {len(cfg.seeds)} seed(s) and {cfg.steps} updates, differences of a "
                      "few episodes are within noise: this tier checks that the protocol runs and "
