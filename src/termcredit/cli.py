@@ -234,7 +234,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         cfg = bench_config(args.tier, ablations=args.ablations, model=args.model,
                            algos=args.algo, seeds=args.seed, steps=args.steps, lr=args.lr,
                            device=args.device, backend=args.backend,
-                           ray_address=args.ray_address, warm_demos=args.warm_demos)
+                           ray_address=args.ray_address, warm_demos=args.warm_demos,
+                           warm_compare=args.warm_compare or None)
     except ValueError as exc:
         console.print(shown(f"termcredit bench: {exc}", "red"))
         return 2
@@ -482,6 +483,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--warm-demos", choices=["noisy", "refined"],
                    help="the start policy's demonstrations: noisy (default), or refined: the "
                    "noisy ones replayed into trials and run through `termcredit refine`")
+    b.add_argument("--warm-compare", action="store_true",
+                   help="also warm-start on the other demonstrations (start-refined/ or "
+                   "start-noisy/) and evaluate it on the same seeds and held-out episodes; "
+                   "training goes on from start/; the report gets a noisy-vs-refined table")
     b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
     _add_backend_flags(b, None)
     b.set_defaults(func=_cmd_bench)

@@ -5,6 +5,7 @@ trajectory replays to reward 1 in a fresh sandbox."""
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,26 @@ def test_bench_refined_warm_start_on_the_micro_tier(tmp_path, base_ref):
     assert json.loads((tmp_path / "start" / "sft.json").read_text())["demos"] == 5
     for demo in load_sft_jsonl(tmp_path / "start" / "refine" / "refined.jsonl"):
         assert [a for a, _ in demo.turns] == ["echo 'Hello, world!' > /app/hello.txt", "done"]
+
+
+def test_bench_warm_compare_measures_both_starts(tmp_path, base_ref):
+    """--warm-compare: the refined start is built and evaluated on the same held-out slots as
+    the noisy one; training goes on from start/ only; the report has the table."""
+    from termcredit.bench.protocol import run_bench
+
+    cfg = bench_config("micro", algos=["grpo"], warm_compare=True)
+    out = run_bench(cfg, tmp_path / "bench", console=Console(stderr=True))
+    slots = [[(e["task"], e["instance"], e["sample"]) for e in map(json.loads, (
+        out / d / "eval-seed-0.jsonl").read_text().splitlines())]
+        for d in ("start", "start-refined")]
+    assert slots[0] == slots[1] and len(slots[0]) == 2
+    assert json.loads((out / "start-refined" / "sft.json").read_text())["demos"] == 5
+    assert not (out / "start" / "refine").exists()
+    assert tomllib.loads((out / "grpo" / "seed-0" / "config.toml").read_text())["model"] == \
+        str(out / "start")
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["warm_start"]["rows"]) == {"noisy", "refined"}
+    assert "## Warm start: noisy vs refined demonstrations" in (out / "REPORT.md").read_text()
 
 
 def test_train_warm_starts_on_a_chat_jsonl(tmp_path, base_ref):

@@ -100,6 +100,7 @@ def test_the_credit_report(tmp_path):
     assert ("Start checkpoint (held-out, 430 episodes): success 0.310 (aim 0.2–0.5), DepGPO "
             "non-fallback 0.620") in report
     assert "| single_step | untraced |" in report
+    assert doc["warm_start"] is None and "Warm start:" not in report  # no start-refined/
     assert doc["depgpo_blame"]["fail_weight_on_exit0"] == 1.0  # no command errored
     assert "Where DepGPO's weight went in its 1 training rollouts (1 failed)" in report
     assert "| [bold]x | plain |" in report  # run text as text, no markup interpreted
@@ -124,3 +125,40 @@ def test_a_run_without_episodes_says_so(tmp_path):
     report = (out / "REPORT.md").read_text()
     assert "No per-episode final evaluation (eval-final.jsonl)" in report
     assert "No credit/fallback/<reason> metrics in this run." in report
+
+
+def test_the_warm_start_comparison(tmp_path):
+    """--warm-compare: start/ (noisy) and start-refined/ evaluated on the same slots; the
+    table and refined − noisy paired on seeds and episodes, by hand."""
+    out = tmp_path / "bench"
+    cfg = _write(out)
+    (out / "start" / "sft.json").write_text(json.dumps({"demos": 48}))
+    refined = out / "start-refined"
+    (refined / "refine").mkdir(parents=True)
+    (refined / "sft.json").write_text(json.dumps({"demos": 30}))
+    (refined / "start-stats.json").write_text(json.dumps({"non_fallback": 0.4}))
+    (refined / "refine" / "warm.json").write_text(json.dumps({
+        "noisy_demos": 48, "distinct": 20, "successful": 12, "refined": 11,
+        "refined_demos": 30, "steps_dropped": 17, "tokens_saved": 250, "token_unit": "tiny"}))
+    # noisy (written by _write): seed s, slot i succeeds when i is odd -> 2 of 4 a seed,
+    # steps 3; refined: 3 of 4 on seed 0, 4 of 4 on seed 1, steps 2
+    for seed, wins in ((0, [1, 1, 1, 0]), (1, [1, 1, 1, 1])):
+        (refined / f"eval-seed-{seed}.jsonl").write_text("".join(
+            json.dumps({"task": "[bold]x", "instance": 1000, "sample": i, "success": w,
+                        "steps": 2, "tokens": 30, "infra": False}) + "\n"
+            for i, w in enumerate(wins)))
+    doc = write_report(out, cfg, n_boot=2000)
+    w = doc["warm_start"]
+    assert w["rows"]["noisy"]["success_mean"] == 0.5
+    assert w["rows"]["refined"]["success_mean"] == (0.75 + 1.0) / 2
+    assert w["rows"]["refined"]["steps_per_success"] == 2
+    assert w["rows"]["noisy"]["steps_per_success"] == 3
+    # per seed: refined − noisy = (3 − 2)/4 and (4 − 2)/4
+    assert w["diff"]["estimate"] == (0.25 + 0.5) / 2 and w["diff"]["units"] == 8
+    report = (out / "REPORT.md").read_text()
+    assert "## Warm start: noisy vs refined demonstrations" in report
+    assert "| noisy (start/: training goes on from it) | 48 | 0.500 | — | 3.00 | 40 | 0.620 |" \
+        in report
+    assert "| refined | 30 | 0.875 | +0.375 [" in report
+    assert "12 solve their task, 11 refined and replayed to reward 1 (30 with their copies); " \
+        "17 steps dropped, 250 tokens (tiny) saved" in report

@@ -7,8 +7,8 @@ import time
 import numpy as np
 import pytest
 
-from termcredit.bench.stats import (apriori_mde, auc, episode_stats, mde, pair_episodes,
-                                    pair_updates, paired_bootstrap, run_dir_name)
+from termcredit.bench.stats import (Run, apriori_mde, auc, compare, episode_stats, mde,
+                                    pair_episodes, pair_updates, paired_bootstrap, run_dir_name)
 
 
 def _eps(successes, task="t", infra=()):
@@ -102,3 +102,19 @@ def test_run_dir_names():
     assert run_dir_name("depgpo+opd") == "depgpo_plus_opd"
     assert run_dir_name("depgpo[subtract_min=false,beta=0.5]") == \
         "depgpo-subtract_min_false-beta_0.5"
+
+
+def test_variants_are_compared_with_their_own_algorithm():
+    """opd[scope=relevant] − opd and depgpo[beta=0] − depgpo; DepGPO − every non-variant,
+    opd's variant included; a variant whose plain algorithm did not run has no Δ of its own."""
+    finals = {"depgpo": [1, 1, 0, 0], "opd": [1, 0, 0, 0], "opd[scope=relevant]": [1, 1, 1, 0],
+              "depgpo[beta=0]": [0, 0, 0, 0], "gigpo[gamma=0.9]": [1, 1, 1, 1]}
+    runs = {a: {0: Run(rows=[], final=_eps(f), start=None)} for a, f in finals.items()}
+    cmp_ = compare(runs, n_boot=200)
+    assert set(cmp_["baselines"]) == {"opd", "opd[scope=relevant]", "gigpo[gamma=0.9]"}
+    assert set(cmp_["ablations"]) == {"opd[scope=relevant]", "depgpo[beta=0]"}
+    assert cmp_["ablations"]["opd[scope=relevant]"]["final"]["estimate"] == 0.75 - 0.25
+    assert cmp_["ablations"]["depgpo[beta=0]"]["final"]["estimate"] == 0 - 0.5
+    assert cmp_["baselines"]["opd[scope=relevant]"]["final"]["estimate"] == 0.5 - 0.75
+    assert cmp_["ablations"]["opd[scope=relevant]"]["sentence"].startswith(
+        "opd[scope=relevant] − opd: +0.500")

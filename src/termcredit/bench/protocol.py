@@ -80,9 +80,16 @@ class BenchConfig:
     # the start policy's demonstrations: "noisy" (demos.py), or "refined": the noisy ones
     # replayed into trials and run through `termcredit refine` (warm_refined.py)
     warm_demos: str = "noisy"
+    # also warm-start on the other demonstrations (start-<kind>/) and evaluate that start on
+    # the same seeds and episodes: the report's noisy-vs-refined table
+    warm_compare: bool = False
 
 
 WARM_DEMOS = ("noisy", "refined")
+
+
+def other_demos(kind: str) -> str:
+    return "refined" if kind == "noisy" else "noisy"
 
 # 80 new tokens: the longest oracle command of the credit tasks is 55 tiny tokens. Sampling at
 # temperature 0.75 (training and evaluation alike): at 1 the 5 M-parameter start policy garbles
@@ -183,29 +190,36 @@ def _sft_checkpoint(cfg: BenchConfig, dest: Path, demos: list, steps: int,
         (dest / "sft.json").write_text(json.dumps({
             "demos": len(demos), "steps": steps, "final_loss": losses[-1],
             "seconds": time.monotonic() - t0}, indent=2))
-        console.print(f"[dim]{dest.name}: SFT on {len(demos)} demos, {steps} steps, "
-                      f"final loss {losses[-1]:.3f}")
+        console.print(Text(f"{dest.name}: SFT on {len(demos)} demos, {steps} steps, "
+                           f"final loss {losses[-1]:.3f}", style="dim"))
     return str(dest)
 
 
-def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | None]:
-    """The shared starting checkpoint (noisy SFT) and, when an algorithm distils, the OPD
-    teacher (clean SFT)."""
+def _start_checkpoint(cfg: BenchConfig, out: Path, kind: str, where: str,
+                      console: Console) -> str:
+    """A starting checkpoint SFT'd on ``kind`` demonstrations ("noisy" or "refined"), saved
+    as ``out/where``."""
     tasks = find_tasks(cfg.tasks)
     rng = random.Random(0)
     demos = [d for t in tasks for d in noisy_demos(t, rng)]
-    if cfg.warm_demos == "refined" and not (out / "start" / "config.json").is_file():
+    if kind == "refined" and not (out / where / "config.json").is_file():
         from .warm_refined import refined_demos
 
-        demos = refined_demos(tasks, out / "start" / "refine",
+        demos = refined_demos(tasks, out / where / "refine",
                               obs_chars=int(cfg.rollout.get("obs_chars", 600)),
                               command_timeout=float(cfg.rollout.get("command_timeout", 10.0)),
                               log=lambda m: console.print(Text(m, style="dim")))
-    start = _sft_checkpoint(cfg, out / "start", demos, cfg.warm_steps, console)
+    return _sft_checkpoint(cfg, out / where, demos, cfg.warm_steps, console)
+
+
+def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | None]:
+    """The shared starting checkpoint (``warm_demos``) and, when an algorithm distils, the
+    OPD teacher (clean SFT)."""
+    start = _start_checkpoint(cfg, out, cfg.warm_demos, "start", console)
     teacher = None
     if any(estimators.TEACHER_LOGPROBS in estimators.needs(parse_algo(a)[0])
            for a in cfg.algos):
-        clean = [d for t in tasks for d in clean_demos(t)]
+        clean = [d for t in find_tasks(cfg.tasks) for d in clean_demos(t)]
         teacher = _sft_checkpoint(cfg, out / "teacher", clean, cfg.teacher_steps, console)
     return start, teacher
 
@@ -232,15 +246,16 @@ def _where(cfg: BenchConfig) -> dict[str, Any]:
 
 
 def _start_eval(cfg: BenchConfig, out: Path, seed: int, start: str,
-                console: Console) -> dict[str, Any]:
+                console: Console, where: str = "start") -> dict[str, Any]:
     """Evaluation before any update: the same weights and the same evaluation seeds for every
-    algorithm, so it is run once per seed and shared (step -1 of each run's metrics)."""
-    path = out / "start" / f"eval-seed-{seed}.json"
+    algorithm, so it is run once per seed and shared (step -1 of each run's metrics).
+    ``where``: the checkpoint's folder (``start-<kind>``: the warm-start comparison's)."""
+    path = out / where / f"eval-seed-{seed}.json"
     if not path.is_file():
         tcfg = _train_config(cfg, "grpo", seed, start, None)
-        trainer = Trainer(tcfg, out / "start-eval" / f"seed-{seed}", console=console)
+        trainer = Trainer(tcfg, out / f"{where}-eval" / f"seed-{seed}", console=console)
         try:
-            row = {"step": -1, **trainer.evaluate(-1, out / "start" / f"eval-seed-{seed}.jsonl"),
+            row = {"step": -1, **trainer.evaluate(-1, out / where / f"eval-seed-{seed}.jsonl"),
                    "time": datetime.now().isoformat(timespec="seconds")}
         finally:
             trainer.close()
@@ -248,13 +263,13 @@ def _start_eval(cfg: BenchConfig, out: Path, seed: int, start: str,
     row = json.loads(path.read_text())
     fallback = row.get("eval/credit/fallback_rate")
     console.print(Text(
-        f"start (seed {seed}): held-out success {row['eval/success']:.3f} (aim: 0.2-0.5)"
+        f"{where} (seed {seed}): held-out success {row['eval/success']:.3f} (aim: 0.2-0.5)"
         + ("" if fallback is None else
            f", DepGPO non-fallback {1 - fallback:.3f} (aim: >= 0.5)"), style="dim"))
     return row
 
 
-def _start_stats(out: Path, rows: list[dict[str, Any]]) -> None:
+def _start_stats(out: Path, rows: list[dict[str, Any]], where: str = "start") -> None:
     """start/start-stats.json: the starting point over seeds, as the tier is tuned to have it
     (success in [0.2, 0.5]; DepGPO redistributes on >= half of the trajectories)."""
     if not rows:
@@ -269,7 +284,7 @@ def _start_stats(out: Path, rows: list[dict[str, Any]]) -> None:
              "non_fallback_per_seed": nonfb, "episodes_per_seed": [r["eval/episodes"] for r in rows],
              "fallback_reasons": {k.removeprefix(prefix): sum(r.get(k, 0.0) for r in rows)
                                   / len(rows) for k in reasons}}
-    (out / "start" / "start-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    (out / where / "start-stats.json").write_text(json.dumps(stats, indent=2) + "\n")
 
 
 def run_bench(cfg: BenchConfig, out: Path | None = None,
@@ -282,6 +297,13 @@ def run_bench(cfg: BenchConfig, out: Path | None = None,
     start_rows = [_start_eval(cfg, out, seed, start, console)
                   for seed in cfg.seeds] if cfg.eval_every else []
     _start_stats(out, start_rows)
+    if cfg.warm_compare and cfg.eval_every:
+        # the other demonstrations' start, measured on the same seeds and episodes; training
+        # goes on from ``start/`` only
+        where = f"start-{other_demos(cfg.warm_demos)}"
+        other = _start_checkpoint(cfg, out, other_demos(cfg.warm_demos), where, console)
+        _start_stats(out, [_start_eval(cfg, out, seed, other, console, where)
+                           for seed in cfg.seeds], where)
     for seed in cfg.seeds:
         start_row = start_rows[cfg.seeds.index(seed)] if start_rows else None
         for algo in cfg.algos:
@@ -293,7 +315,7 @@ def run_bench(cfg: BenchConfig, out: Path | None = None,
                 run_dir.mkdir(parents=True, exist_ok=True)
                 row = {k: v for k, v in start_row.items() if k != "time/eval_s"}  # counted once
                 (run_dir / "metrics.jsonl").write_text(json.dumps(row) + "\n")
-            console.print(f"[bold]{algo}[/] seed {seed}")
+            console.print(Text.assemble((algo, "bold"), f" seed {seed}"))
             t1 = time.monotonic()
             Trainer(_train_config(cfg, algo, seed, start, teacher), run_dir, resume=resume,
                     console=console).run()

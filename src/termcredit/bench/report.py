@@ -15,6 +15,7 @@ from typing import Any
 from ..trialdir import TrialPaths, load_trajectory
 from . import stats as stats_
 from .blame import blame_lines, blame_split, rollout_trials, tally
+from .warm_compare import warm_comparison, warm_lines
 from .plots import plot_curves
 from .stats import Run, compare, run_dir_name
 
@@ -237,6 +238,8 @@ def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dic
            "comparisons": compare(runs, n_boot=n_boot),
            "start": json.loads(start.read_text()) if start.is_file() else None,
            "depgpo_blame": _blame(out, cfg.algos),
+           "warm_start": warm_comparison(out, getattr(cfg, "warm_demos", "noisy"), cfg.seeds,
+                                         n_boot),
            "updates_ratio_grpo_over_depgpo": ratio, "updates_ratio_note": why,
            "time_total_s": {k: sum(r["time_s"][k] for r in summary.values())
                             for k in TIME_NAMES}}
@@ -265,9 +268,10 @@ MAIN_HEAD = ["algorithm", "final success (mean over seeds)", "Δ vs depgpo [95% 
 
 
 def _main_table(doc: dict[str, Any]) -> list[list[str]]:
-    """Δ = depgpo − algorithm for baselines, variant − depgpo for DepGPO's ablations."""
+    """Δ = depgpo − algorithm for baselines, variant − depgpo for DepGPO's ablations (other
+    algorithms' variants keep depgpo − variant here; their own Δ has a section)."""
     cmp_ = doc["comparisons"]
-    diffs = {**cmp_.get("baselines", {}), **cmp_.get("ablations", {})}
+    diffs = {**cmp_.get("ablations", {}), **cmp_.get("baselines", {})}
     rows = []
     for algo, r in doc["algorithms"].items():
         c, d = r["credit"], diffs.get(algo, {})
@@ -381,8 +385,9 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     lines += ["", "## DepGPO against each baseline", ""]
     lines += [f"- {s}" for s in said] or [cmp_.get("note", "No baseline in this run.")]
     if cmp_.get("ablations"):
-        lines += ["", "## Ablations (variant − depgpo)", ""]
+        lines += ["", "## Variants (variant − its plain algorithm)", ""]
         lines += [f"- {e['sentence']}" for e in cmp_["ablations"].values()]
+    lines += warm_lines(doc.get("warm_start"), _md_table)
     for title, (head, rows), none in (
             ("Fallback reasons (fraction of trajectories)", _fallbacks(doc),
              "No credit/fallback/<reason> metrics in this run."),

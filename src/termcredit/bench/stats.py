@@ -40,6 +40,11 @@ def is_variant(algo: str, base: str = REFERENCE) -> bool:
     return algo.startswith(base + "[")
 
 
+def plain(algo: str) -> str:
+    """The algorithm a variant sets options of (``opd[scope=relevant]`` -> ``opd``)."""
+    return algo.split("[", 1)[0]
+
+
 def z(q: float) -> float:
     return NormalDist().inv_cdf(q)
 
@@ -230,8 +235,9 @@ def _diff(a: dict[int, Run], b: dict[int, Run], n_boot: int
 
 def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
             n_boot: int = N_BOOT) -> dict[str, Any]:
-    """The reference minus every other algorithm (baselines) and every variant of the
-    reference minus the reference (ablations), with paired bootstrap CIs and MDEs."""
+    """The reference minus every other algorithm that is not one of its variants (baselines),
+    and every variant minus its plain algorithm where that ran too (ablations: DepGPO's own,
+    and e.g. ``opd[scope=relevant]`` − ``opd``), with paired bootstrap CIs and MDEs."""
     if not runs.get(ref):
         return {"reference": ref, "baselines": {}, "ablations": {},
                 "note": f"no {ref} run: no differences to report"}
@@ -247,8 +253,8 @@ def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
 
     base = {o: entry(_diff(runs[ref], runs[o], n_boot), "DepGPO", f"DepGPO − {o}")
             for o in runs if o != ref and not is_variant(o, ref)}
-    abl = {v: entry(_diff(runs[v], runs[ref], n_boot), v, f"{v} − {ref}")
-           for v in runs if is_variant(v, ref)}
+    abl = {v: entry(_diff(runs[v], runs[plain(v)], n_boot), v, f"{v} − {plain(v)}")
+           for v in runs if v != plain(v) and runs.get(plain(v))}
     ref_eps = [episode_stats(r.final) for r in runs[ref].values() if r.final]
     n = sum(e["episodes"] - e["infra_episodes"] for e in ref_eps)
     mdes = [e["final"]["mde"] for e in base.values() if e["final"]]

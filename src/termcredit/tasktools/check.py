@@ -220,7 +220,7 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
     runnable = [c for c in checks if c.task is not None]
     if runnable:
         client = docker_client()
-        base = ensure_base_image(client, log=lambda m: console.print(f"[dim]{m}[/]"))
+        base = ensure_base_image(client, log=lambda m: console.print(f"[dim]{escape(m)}[/]"))
         imap = ImageMap.load(image_map)
         t0 = time.monotonic()
         n_images = sum(len(c.instances) for c in runnable)
@@ -275,8 +275,9 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                                                   "(the initial state already passes the tests)")
                         elif error:
                             check.problems.append(f"{where}: {error}")
-                console.print(f"[dim]{agent} on instance {instance}: {len(todo)} task(s) in "
-                              f"{time.monotonic() - t0:.1f}s → {out / f'{agent}-{instance}'}[/]")
+                console.print("[dim]" + escape(
+                    f"{agent} on instance {instance}: {len(todo)} task(s) in "
+                    f"{time.monotonic() - t0:.1f}s → {out / f'{agent}-{instance}'}") + "[/]")
     return checks
 
 
