@@ -135,8 +135,10 @@ def test_check_reports_each_broken_task(tmp_path, base_ref):
     (broken / "task.toml").write_text("[environment]\nmemory_mb = 'lots'\n")
     shutil.copytree(REPO / "tests" / "fixtures" / "tasks" / "broken-dockerfile",
                     root / "broken-dockerfile")
-    proc = tasks_cli("check", str(root), "--out", str(tmp_path / "check"))
+    # the output folder's name is the user's text: printed as is, never read as markup
+    proc = tasks_cli("check", str(root), "--out", str(tmp_path / "[bold]check"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"→{tmp_path}/[bold]check/nop-0" in "".join((proc.stdout + proc.stderr).split())
     text = " ".join(proc.stdout.split())
     assert "1/5 task(s) passed" in text
     assert "broken-dockerfile: image build failed" in text and "RUN exit 3" in text
