@@ -64,7 +64,9 @@ def ray_replay_run(tmp_path: Path, commands: str, out: Path, ray_address: str, *
 
 def test_run_on_ray_gives_the_local_rewards_and_trajectories(ray_address, client, tmp_path):
     replay = tmp_path / "cmds.txt"
-    replay.write_text("cd /app\nls -la\necho 'Hello, world!' > hello.txt\ncat hello.txt\n"
+    # `ls -l`, not `ls -la`: `..` is the container's /, whose mtime is its creation time, so the
+    # two backends' listings differed whenever their containers started in different minutes
+    replay.write_text("cd /app\nls -l\necho 'Hello, world!' > hello.txt\ncat hello.txt\n"
                       "printf 'x\\n' >> notes.txt; wc -l notes.txt\n")
     runs = [("oracle", ["hello-world", "patch-port-config", "fix-python-bug"]),
             ("nop", ["hello-world"]),
