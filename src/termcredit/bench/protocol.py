@@ -39,6 +39,7 @@ from ..trainer.sft import sft
 from ..trainer.train import Trainer
 from .demos import clean_demos, noisy_demos, oracle_commands
 from .stats import run_dir_name
+from .warm_compare import WARM_DEMOS, other_demos
 
 ALGOS = ["grpo", "gigpo", "adastep", "depgpo", "opd", "depgpo+opd"]
 # DepGPO's own choices, each switched on its own (issue #16's ablations; DepGPO only)
@@ -85,11 +86,6 @@ class BenchConfig:
     warm_compare: bool = False
 
 
-WARM_DEMOS = ("noisy", "refined")
-
-
-def other_demos(kind: str) -> str:
-    return "refined" if kind == "noisy" else "noisy"
 
 # 80 new tokens: the longest oracle command of the credit tasks is 55 tiny tokens. Sampling at
 # temperature 0.75 (training and evaluation alike): at 1 the 5 M-parameter start policy garbles

@@ -17,7 +17,7 @@ from . import stats as stats_
 from .blame import blame_lines, blame_split, rollout_trials, tally
 from .warm_compare import warm_comparison, warm_lines
 from .plots import plot_curves
-from .stats import Run, compare, run_dir_name
+from .stats import Run, cell, compare, read_jsonl, run_dir_name
 
 KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
 TIME_NAMES = tuple(k.split("/")[1] for k in KEYS_TIME)  # rollout_s, ... in summary.json
@@ -29,14 +29,8 @@ CREDIT_STATS = {
 }
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]] | None:
-    if not path.is_file():
-        return None
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-
-
 def _rows(run_dir: Path) -> list[dict[str, Any]]:
-    return _jsonl(run_dir / "metrics.jsonl") or []
+    return read_jsonl(run_dir / "metrics.jsonl") or []
 
 
 def _curve(rows: list[dict[str, Any]]) -> list[tuple[int, float]]:
@@ -62,10 +56,10 @@ def load_runs(out: Path, algos: list[str], seeds: list[int]) -> dict[str, dict[i
         for seed in seeds:
             d = out / run_dir_name(algo) / f"seed-{seed}"
             rows = _rows(d)
-            final = _jsonl(d / "eval-final.jsonl")
+            final = read_jsonl(d / "eval-final.jsonl")
             if rows or final:
                 runs[algo][seed] = Run(rows, final,
-                                       _jsonl(out / "start" / f"eval-seed-{seed}.jsonl"))
+                                       read_jsonl(out / "start" / f"eval-seed-{seed}.jsonl"))
     return runs
 
 
@@ -253,10 +247,6 @@ def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dic
     return doc
 
 
-def _f(x: float | None, fmt: str = ".3f") -> str:
-    return "—" if x is None else format(x, fmt)
-
-
 def _ci(d: dict[str, Any] | None) -> str:
     return "—" if d is None else stats_.PairedDiff(
         **{k: d[k] for k in ("estimate", "lo", "hi", "se", "seeds", "units", "level")}).text()
@@ -275,12 +265,12 @@ def _main_table(doc: dict[str, Any]) -> list[list[str]]:
     rows = []
     for algo, r in doc["algorithms"].items():
         c, d = r["credit"], diffs.get(algo, {})
-        rows.append([algo, _f(r["final_success_mean"] if r["final_source"] else None),
-                     _ci(d.get("final")), _f(r["auc_mean"]), _ci(d.get("auc")),
-                     _f(c.get("credit/zero_credit_step_frac")),
-                     _f(c.get("credit/steps_per_success"), ".2f"),
-                     _f(c.get("credit/tokens_per_success"), ".0f"),
-                     _f(c.get("credit/fallback_rate")), _f(c.get("credit/infra_rate"))])
+        rows.append([algo, cell(r["final_success_mean"] if r["final_source"] else None),
+                     _ci(d.get("final")), cell(r["auc_mean"]), _ci(d.get("auc")),
+                     cell(c.get("credit/zero_credit_step_frac")),
+                     cell(c.get("credit/steps_per_success"), ".2f"),
+                     cell(c.get("credit/tokens_per_success"), ".0f"),
+                     cell(c.get("credit/fallback_rate")), cell(c.get("credit/infra_rate"))])
     return rows
 
 
@@ -295,8 +285,8 @@ def _legacy_table(doc: dict[str, Any]) -> list[list[str]]:
                      ", ".join(f"{k} {v:.2f}" for k, v in r["credit_stats"].items()),
                      str(r.get("infra_episodes", 0)),
                      f"{ev['episodes']} / {ev['infra_episodes']}",
-                     f"{_f(ev['steps_per_success'], '.2f')} / "
-                     f"{_f(ev['tokens_per_success'], '.0f')}"])
+                     f"{cell(ev['steps_per_success'], '.2f')} / "
+                     f"{cell(ev['tokens_per_success'], '.0f')}"])
     return rows
 
 
@@ -320,13 +310,13 @@ def _fallbacks(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     keys = sorted({k for r in doc["algorithms"].values() for k in r["credit"]
                    if k.startswith("credit/fallback/")})
     return (["algorithm"] + [k.removeprefix("credit/fallback/") for k in keys],
-            [[a] + [_f(r["credit"].get(k)) for k in keys] for a, r in doc["algorithms"].items()]
+            [[a] + [cell(r["credit"].get(k)) for k in keys] for a, r in doc["algorithms"].items()]
             if keys else [])
 
 
 def _by_task(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     tasks = sorted({t for r in doc["algorithms"].values() for t in r["final_by_task"]})
-    return (["algorithm"] + tasks, [[a] + [_f(r["final_by_task"].get(t)) for t in tasks]
+    return (["algorithm"] + tasks, [[a] + [cell(r["final_by_task"].get(t)) for t in tasks]
                                     for a, r in doc["algorithms"].items()] if tasks else [])
 
 

@@ -9,9 +9,11 @@ update by update) and one resample serves both algorithms of the pair.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -35,14 +37,26 @@ def run_dir_name(algo: str) -> str:
             .replace("=", "_").replace(",", "-"))
 
 
-def is_variant(algo: str, base: str = REFERENCE) -> bool:
-    """An ablation of ``base``: its name with options in brackets."""
-    return algo.startswith(base + "[")
-
-
 def plain(algo: str) -> str:
     """The algorithm a variant sets options of (``opd[scope=relevant]`` -> ``opd``)."""
     return algo.split("[", 1)[0]
+
+
+def is_variant(algo: str, base: str = REFERENCE) -> bool:
+    """An ablation of ``base``: its name with options in brackets."""
+    return algo != base and plain(algo) == base
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]] | None:
+    """The JSON lines of ``path`` (blank lines skipped); None when there is no such file."""
+    if not path.is_file():
+        return None
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+def cell(x: float | None, fmt: str = ".3f") -> str:
+    """A report table's number ("—" for none)."""
+    return "—" if x is None else format(x, fmt)
 
 
 def z(q: float) -> float:
@@ -254,7 +268,7 @@ def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
     base = {o: entry(_diff(runs[ref], runs[o], n_boot), "DepGPO", f"DepGPO − {o}")
             for o in runs if o != ref and not is_variant(o, ref)}
     abl = {v: entry(_diff(runs[v], runs[plain(v)], n_boot), v, f"{v} − {plain(v)}")
-           for v in runs if v != plain(v) and runs.get(plain(v))}
+           for v in runs if is_variant(v, plain(v)) and runs.get(plain(v))}
     ref_eps = [episode_stats(r.final) for r in runs[ref].values() if r.final]
     n = sum(e["episodes"] - e["infra_episodes"] for e in ref_eps)
     mdes = [e["final"]["mde"] for e in base.values() if e["final"]]

@@ -8,20 +8,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .stats import episode_stats, pair_episodes, paired_bootstrap
+from .stats import cell, episode_stats, pair_episodes, paired_bootstrap, read_jsonl
 
-KINDS = ("noisy", "refined")
+WARM_DEMOS = ("noisy", "refined")  # the start's demonstrations (BenchConfig.warm_demos)
 HEAD = ["demonstrations", "SFT demos", "success (mean over seeds)",
         "Δ refined − noisy [95% CI]", "steps/success", "tokens/success", "DepGPO non-fallback"]
 
 
+def other_demos(kind: str) -> str:
+    return "refined" if kind == "noisy" else "noisy"
+
+
 def _episodes(folder: Path, seeds: list[int]) -> dict[int, list[dict[str, Any]]]:
-    eps = {}
-    for seed in seeds:
-        f = folder / f"eval-seed-{seed}.jsonl"
-        if f.is_file():
-            eps[seed] = [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
-    return eps
+    found = {seed: read_jsonl(folder / f"eval-seed-{seed}.jsonl") for seed in seeds}
+    return {seed: eps for seed, eps in found.items() if eps is not None}
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -32,13 +32,13 @@ def warm_comparison(out: Path, warm_demos: str, seeds: list[int],
                     n_boot: int) -> dict[str, Any] | None:
     """Both starts' success, steps and tokens per success, non-fallback rate and SFT data,
     and refined − noisy paired on seeds and episode slots; None without both starts."""
-    folders = {warm_demos: out / "start"}
-    folders.update({k: out / f"start-{k}" for k in KINDS if k != warm_demos})
+    folders = {warm_demos: out / "start",
+               other_demos(warm_demos): out / f"start-{other_demos(warm_demos)}"}
     eps = {k: _episodes(f, seeds) for k, f in folders.items()}
-    if not all(eps.get(k) for k in KINDS):
+    if not all(eps.get(k) for k in WARM_DEMOS):
         return None
     rows: dict[str, Any] = {}
-    for kind in KINDS:
+    for kind in WARM_DEMOS:
         stats = _json(folders[kind] / "start-stats.json")
         per_seed = [episode_stats(e)["success"] for e in eps[kind].values()]
         rows[kind] = {**episode_stats([e for s in eps[kind].values() for e in s]),
@@ -61,15 +61,11 @@ def warm_lines(comp: dict[str, Any] | None, table: Any) -> list[str]:
     """The report's section (``table(head, rows)`` renders a markdown table)."""
     if not comp:
         return []
-
-    def f(x: float | None, fmt: str = ".3f") -> str:
-        return "—" if x is None else format(x, fmt)
-
     rows = [[kind + (" (start/: training goes on from it)" if kind == comp["start"] else ""),
-             f(r["sft_demos"], ".0f"), f(r["success_mean"]),
+             cell(r["sft_demos"], ".0f"), cell(r["success_mean"]),
              "—" if kind == "noisy" else comp["diff_text"],
-             f(r["steps_per_success"], ".2f"), f(r["tokens_per_success"], ".0f"),
-             f(r["non_fallback"])] for kind, r in comp["rows"].items()]
+             cell(r["steps_per_success"], ".2f"), cell(r["tokens_per_success"], ".0f"),
+             cell(r["non_fallback"])] for kind, r in comp["rows"].items()]
     lines = ["", "## Warm start: noisy vs refined demonstrations", "",
              "The start policy SFT'd on the noisy demonstrations and on the same demonstrations "
              "run through `termcredit refine` (only those that solve their task, each replayed, "
