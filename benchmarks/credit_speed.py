@@ -5,12 +5,14 @@ Two paths over the same trial, timed side by side in one run (median of --repeat
 * whole: after the episode, parse_session over the whole traced-shell session, then facts and
   weights (how credit was computed before the trace was parsed as it came);
 * streamed, as the harness runs it: after each step the observer feeds that step's trace chunk
-  to its TraceStream (``per_step``, CPU spent while the episode runs), and after the last one
-  ``finalize`` + facts + weights (``after_episode``: what stands between verification and
-  DepGPO's weights).
+  to its TraceStream and DepGPO's step hook adds the step to the episode's dependencies
+  (``per_step``, CPU spent while the episode runs); after the last one ``finalize``, facts and
+  the walk from the verifier's resources (``after_episode``: what stands between
+  verification and DepGPO's weights).
 
-The observer is the product's own (``harness.observe.StepObserver``) on a stand-in shell that
-replays the recorded chunks and content-check states. Last line:
+The observer and the hooks are the product's own (``harness.observe.StepObserver``,
+``depgpo/live.py``) on a stand-in shell that replays the recorded chunks and content-check
+states; both paths must give the same weights. Last line:
 `RESULT ms_per_trajectory=<whole> after_episode_ms=<x> cpu_ms_per_trajectory=<per_step +
 after> speedup=<whole / after_episode>`. Goal: after_episode_ms <= 2.
 
@@ -20,13 +22,16 @@ Usage: .venv/bin/python benchmarks/credit_speed.py [--repeats 20]
 from __future__ import annotations
 
 import argparse
+import re
 import copy
 import statistics
 import time
 from pathlib import Path
 
-from termcredit.depgpo import StepWeights, analyse, depgpo_step_weights
+from termcredit.depgpo import DepGPOConfig, StepWeights, analyse, depgpo_step_weights
+from termcredit.depgpo.live import deps_for
 from termcredit.depgpo.load import facts_from_trajectory
+from termcredit.harness.hooks import run_step_hooks
 from termcredit.harness.observe import StepObserver
 from termcredit.records import FileState, TraceCwd, Trajectory
 from termcredit.tracer import parse_session
@@ -49,6 +54,25 @@ class ReplayShell:
         return [self.states[p] for p in paths if p in self.states]
 
 
+END = re.compile(r'chdir\("/__termcredit__/[0-9a-f]+/(e\d+)')
+
+
+def step_chunks(text: str) -> list[str]:
+    """The trace as the sandbox hands it over: each command up to its end marker's lines (the
+    first with the shell's start-up; this older recording cut its files inside the
+    end-marker line)."""
+    lines = text.splitlines(keepends=True)
+    chunks, cur = [], []
+    for i, line in enumerate(lines):
+        cur.append(line)
+        m = END.search(line)
+        nxt = END.search(lines[i + 1]) if i + 1 < len(lines) else None
+        if m and not (nxt and nxt.group(1) == m.group(1)):
+            chunks.append("".join(cur))
+            cur = []
+    return [*chunks, "".join(cur)] if cur else chunks
+
+
 def whole(traj: Trajectory, text: str) -> tuple[float, float, float, StepWeights]:
     t0 = time.perf_counter()
     session = parse_session(text)
@@ -64,20 +88,24 @@ def whole(traj: Trajectory, text: str) -> tuple[float, float, float, StepWeights
     return t1 - t0, t2 - t1, t3 - t2, weights
 
 
-def streamed(traj: Trajectory, start: str, chunks: list[str]) -> tuple[float, float, StepWeights]:
-    shell = ReplayShell(start)
+def streamed(traj: Trajectory, chunks: list[str]) -> tuple[float, float, StepWeights]:
+    shell = ReplayShell("")
     obs = StepObserver(shell)
-    recs = [s.command for s in traj.steps]
+    steps, traj.steps = traj.steps, []
     per_step = 0.0
-    for rec, chunk in zip(recs, chunks):
+    for step, chunk in zip(steps, chunks):
         shell.session_trace.append(chunk)  # the sandbox hands over the step's trace
-        shell.states = {f.path: f for f in rec.files}
+        shell.states = {f.path: f for f in step.command.files}
         t0 = time.perf_counter()
-        obs.after_step(rec)
+        obs.after_step(step.command)  # as AgentEnv.step does
+        traj.steps.append(step)
+        run_step_hooks(traj)
         per_step += time.perf_counter() - t0
     t0 = time.perf_counter()
-    obs.finalize(recs, "".join(shell.session_trace))
-    weights = depgpo_step_weights(facts_from_trajectory(traj))
+    shell.session_trace += chunks[len(steps):]  # the shell's last words, if any
+    obs.finalize([s.command for s in steps], "".join(shell.session_trace))
+    facts = facts_from_trajectory(traj)  # as the depgpo estimator does
+    weights = depgpo_step_weights(facts, DepGPOConfig(), deps_for(traj, facts))
     after = time.perf_counter() - t0
     return per_step, after, weights
 
@@ -88,8 +116,8 @@ def main() -> None:
     args = ap.parse_args()
     paths = TrialPaths(TRIAL)
     text = paths.session_trace_text()
-    start = paths.shell_start_trace.read_text()
-    chunks = [p.read_text() for p in paths.step_traces()]
+    chunks = step_chunks(text)
+    assert "".join(chunks) == text and len(chunks) >= len(load_trajectory(TRIAL).steps)
     recorded = load_trajectory(TRIAL)
     times: dict[str, list[float]] = {k: [] for k in ("parse", "facts", "weights", "per_step",
                                                      "after_episode")}
@@ -97,7 +125,7 @@ def main() -> None:
         *dts, expected = whole(copy.deepcopy(recorded), text)
         for key, dt in zip(("parse", "facts", "weights"), dts):
             times[key].append(dt * 1000)
-        per_step, after, got = streamed(copy.deepcopy(recorded), start, chunks)
+        per_step, after, got = streamed(copy.deepcopy(recorded), chunks)
         assert got == expected, "the streamed path gave other weights than the whole parse"
         times["per_step"].append(per_step * 1000)
         times["after_episode"].append(after * 1000)

@@ -67,6 +67,10 @@ class StepObserver:
         # until finalize: a background job's later writes may still join an earlier step
         seg = stream.summary(rec.seq) if stream else summarize_segment(rec.trace, self.env)
         rec.accesses = seg
+        if stream is not None:
+            out = stream.tracker.out
+            rec.trace_cwd = TraceCwd(out.cwd_start.get(rec.seq), out.cwd_end.get(rec.seq),
+                                     sorted(out.cwd_used.get(rec.seq, ())))
         candidates = sorted(seg.written | seg.meta)
         if not candidates:
             return
