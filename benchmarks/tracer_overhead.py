@@ -7,7 +7,7 @@ median of --repeats runs each. Prints one ratio per workload, then
 `RESULT geo_mean=<x> worst=<y>`. Goal: geo-mean <= 1.3x, worst <= 2.0x.
 
 ``--profile`` also runs, per workload and in the same container, strace by hand on the same
-syscall set: ``strace -c`` (counting only: the cost of the ptrace stops themselves, and how
+syscall set, pinned to one CPU like the product's: ``strace -c`` (counting only: the cost of the ptrace stops themselves, and how
 many there are), the product's flags writing to /dev/null (stops + formatting, no pipe or
 shim), and the same without ``-y`` (what resolving fds to paths costs). Each is a ratio to
 untraced, so the product's ratio splits into stops, formatting, ``-y`` and the rest.
@@ -82,8 +82,8 @@ def elapsed(stdout: str) -> float:
 def exec_timed(sb: Sandbox, workload: str, strace: list[str] | None = None) -> tuple[float, str]:
     """Untraced (``strace`` None) or under a by-hand strace: (seconds, strace -c's table)."""
     argv = ["bash", "-c", timed(workload)]
-    if strace is not None:
-        argv = ["strace", *strace, "-o", "/tmp/strace.out", "--", *argv]
+    if strace is not None:  # on one CPU, as the shim pins its strace and the tracees
+        argv = ["taskset", "-c", "0", "strace", *strace, "-o", "/tmp/strace.out", "--", *argv]
     res = sb.container.exec_run(argv)
     assert res.exit_code == 0, res.output
     table = ""
