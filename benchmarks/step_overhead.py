@@ -5,8 +5,15 @@ step_overhead_ms: median host wall time of Sandbox.run("/bin/true") minus the co
 docker_exec_ms:   median host wall time of a plain `docker exec` of /bin/true (docker SDK).
 reset_ms:         median time the rollout loop waits in SandboxPool.acquire with the pool warm.
 
-Usage: .venv/bin/python benchmarks/step_overhead.py [--n 200]
-Goal: step overhead <= 10 ms, reset <= 50 ms.
+``--profile`` splits a step: the shim's own measure of it (script written to end marker
+seen), the rest of the host's wall time (transport, framing, the host's checks), and the marker
+protocol run by bash alone in the same container, 200 steps of the very line the shim writes
+(markers, the command, the shell-state report) untraced, untraced but read from a pipe as the
+shim feeds it (bash reads a pipe a byte at a time), under the product's strace flags and under
+``strace -c`` (stops per step), pinned to one CPU as the shim pins its strace.
+
+Usage: .venv/bin/python benchmarks/step_overhead.py [--n 200] [--profile]
+Goal: step overhead <= 3 ms, reset <= 50 ms.
 """
 
 from __future__ import annotations
@@ -16,12 +23,54 @@ import statistics
 import time
 
 from termcredit.sandbox import Sandbox, SandboxPool, SandboxSpec, docker_client, ensure_base_image
+from termcredit.sandbox.shim_session import INIT_SCRIPT, command_script
+from termcredit.tracer.protocol import STRACE_FLAGS, traced_syscalls
+
+PROTOCOL_STEPS = 200
+
+
+def protocol_script() -> str:
+    """bash alone running PROTOCOL_STEPS steps of /bin/true as the shim writes them; prints the
+    mean ms per step."""
+    mark = "/__termcredit__/0123abcd"
+    lines = [INIT_SCRIPT % mark, "exec 3>/dev/null", "__s=$EPOCHREALTIME"]
+    lines += [command_script(mark, i, "/bin/true", "f00d").rstrip("\n")
+              for i in range(1, PROTOCOL_STEPS + 1)]
+    lines.append(f'__e=$EPOCHREALTIME; echo "$__s $__e"')
+    return "\n".join(lines) + "\n"
+
+
+def profile_protocol(sb: Sandbox) -> dict[str, float]:
+    """ms per step of the marker protocol in bash: untraced, product flags, and stops/step."""
+    script = f"cat > /tmp/steps.sh <<'__TC_EOF__'\n{protocol_script()}__TC_EOF__\n"
+    assert sb.container.exec_run(["bash", "-c", script]).exit_code == 0
+    trace = ["taskset", "-c", "0", "strace", *STRACE_FLAGS, "-e",
+             f"trace={traced_syscalls('agent')}", "-o", "/dev/null"]
+    count = ["taskset", "-c", "0", "strace", "-f", "-q", "-c", "--seccomp-bpf", "-e",
+             f"trace={traced_syscalls('agent')}", "-o", "/tmp/c.txt"]
+    out: dict[str, list[float]] = {"untraced": [], "traced": [], "piped": []}
+    for _ in range(3):
+        for key, argv in (("untraced", ["bash", "/tmp/steps.sh"]),
+                          ("traced", [*trace, "bash", "/tmp/steps.sh"]),
+                          # as the shim feeds it: bash reads a pipe a byte at a time
+                          ("piped", ["bash", "-c", "cat /tmp/steps.sh | bash"])):
+            res = sb.container.exec_run(argv)
+            start, end = res.output.decode().split()[-2:]
+            out[key].append((float(end) - float(start)) * 1000 / PROTOCOL_STEPS)
+    sb.container.exec_run([*count, "bash", "/tmp/steps.sh"])
+    table = sb.container.exec_run(["cat", "/tmp/c.txt"]).output.decode().split()
+    calls = int(table[table.index("total") - 2]) if "total" in table else 0
+    return {"bash_untraced_ms": statistics.median(out["untraced"]),
+            "bash_traced_ms": statistics.median(out["traced"]),
+            "bash_piped_ms": statistics.median(out["piped"]),
+            "stops_per_step": calls / PROTOCOL_STEPS}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=200, help="steps per method")
     ap.add_argument("--resets", type=int, default=12)
+    ap.add_argument("--profile", action="store_true", help="where a step's time goes")
     args = ap.parse_args()
 
     client = docker_client()
@@ -38,15 +87,17 @@ def main() -> None:
         for _ in range(10):  # warm both paths
             sb.run("/bin/true")
             sb.container.exec_run(["/bin/true"])
-        traced, plain = [], []
+        traced, plain, in_shim = [], [], []
         for _ in range(args.n):  # alternate, so drift in machine load hits both alike
             t0 = time.perf_counter()
             rec = sb.run("/bin/true")
             traced.append((time.perf_counter() - t0) * 1000)
+            in_shim.append(rec.duration_s * 1000)
             assert rec.exit_code == 0 and "execve(" in rec.trace
             t0 = time.perf_counter()
             assert sb.container.exec_run(["/bin/true"]).exit_code == 0
             plain.append((time.perf_counter() - t0) * 1000)
+        prof = profile_protocol(sb) if args.profile else None
     finally:
         sb.remove()
 
@@ -75,6 +126,14 @@ def main() -> None:
           f"(p90 {statistics.quantiles(plain, n=10)[-1]:.2f})")
     print(f"pool acquire, warm (median of {args.resets}): {reset_ms:.2f} ms")
     print(f"docker exec / traced step overhead: {exec_ms / max(step_ms, 1e-6):.1f}x")
+    if prof is not None:
+        shim = statistics.median(in_shim)
+        print(f"  in the shim (script written -> end marker seen): {shim:.2f} ms; "
+              f"host and transport: {statistics.median(traced) - shim:.2f} ms")
+        print(f"  the protocol in bash alone, per step: untraced {prof['bash_untraced_ms']:.2f} ms,"
+              f" traced {prof['bash_traced_ms']:.2f} ms ({prof['stops_per_step']:.1f} "
+              f"traced calls); untraced from a pipe {prof['bash_piped_ms']:.2f} ms; the shim's "
+              f"own part is about {shim - prof['bash_traced_ms']:.2f} ms")
     print(f"RESULT step_overhead_ms={step_ms:.2f} docker_exec_ms={exec_ms:.2f} "
           f"reset_ms={reset_ms:.2f}")
 

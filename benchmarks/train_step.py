@@ -3,7 +3,11 @@ masked log-probs, micro-batching with global counts, grad clipping, AdamW) again
 Hugging Face forward/backward/AdamW (cross-entropy with labels) on the same tokens.
 
 Alternating runs, median of --repeats each; throughput = tokens in the batch / step time.
-Last line: `RESULT ratio=<ours / bare tokens per s>`. Goal: >= 0.9.
+Peak memory of a step, each side measured alone: on a GPU the torch allocator's peak; on the
+CPU the peak resident size of a fresh process for that side (ru_maxrss) over its size before
+the first step (model, batch and old log-probs loaded).
+Last line: `RESULT ratio=<ours / bare tokens per s> mem_ratio=<ours / bare peak>`.
+Goal: ratio >= 1.0, mem_ratio <= 1.1.
 
 Usage: .venv/bin/python benchmarks/train_step.py [--batch 8] [--seq 512] [--repeats 5]
 """
@@ -11,8 +15,14 @@ Usage: .venv/bin/python benchmarks/train_step.py [--batch 8] [--seq 512] [--repe
 from __future__ import annotations
 
 import argparse
+import json
+import resource
 import statistics
+import subprocess
+import sys
 import time
+
+import psutil
 
 import torch
 
@@ -21,16 +31,10 @@ from termcredit.trainer.policy import load_policy
 from termcredit.trainer.update import ppo_update
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--model", default="tiny")
-    args = ap.parse_args()
+def setup(args: argparse.Namespace):
     torch.set_num_threads(max(1, torch.get_num_threads()))
     torch.manual_seed(0)
-    policy = load_policy(args.model)
+    policy = load_policy(args.model, device=args.device)
     vocab = policy.model.config.vocab_size
     seqs = [torch.randint(3, vocab, (args.seq,)).tolist() for _ in range(args.batch)]
     masks = [[0] * (args.seq * 3 // 5) + [1] * (args.seq - args.seq * 3 // 5) for _ in seqs]
@@ -38,9 +42,9 @@ def main() -> None:
     old = policy.score(seqs, masks)
     ours_opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-6, weight_decay=0.0)
     bare_opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-6, weight_decay=0.0)
-    ids = torch.tensor(seqs)
+    ids = torch.tensor(seqs, device=policy.device)
     labels = torch.tensor([[t if m else -100 for t, m in zip(s, mk)]
-                           for s, mk in zip(seqs, masks)])
+                           for s, mk in zip(seqs, masks)], device=policy.device)
 
     def ours() -> None:
         ppo_update(policy, ours_opt, seqs, masks, advs, old, None, LossConfig(),
@@ -52,20 +56,63 @@ def main() -> None:
         policy.model(input_ids=ids, labels=labels).loss.backward()
         bare_opt.step()
 
-    ours(), bare()  # warm-up
-    t_ours, t_bare = [], []
+    return policy, {"ours": ours, "bare": bare}
+
+
+def peak_alone(args: argparse.Namespace, side: str) -> float:
+    """Peak memory (MiB) of one step of ``side`` in a process of its own (CPU)."""
+    argv = [sys.executable, __file__, "--memory-of", side, "--batch", str(args.batch),
+            "--seq", str(args.seq), "--model", args.model, "--device", args.device]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    return float(json.loads(out.strip().splitlines()[-1])["peak_mib"])
+
+
+def memory_of(args: argparse.Namespace) -> None:
+    _, steps = setup(args)
+    before = psutil.Process().memory_info().rss
+    steps[args.memory_of]()
+    steps[args.memory_of]()  # the optimizer's state exists from the second step on
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    print(json.dumps({"peak_mib": (peak - before) / (1 << 20)}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--model", default="tiny")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--memory-of", choices=["ours", "bare"], help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.memory_of:
+        return memory_of(args)
+    policy, steps = setup(args)
+    gpu = policy.device.type == "cuda"
+    steps["ours"](), steps["bare"]()  # warm-up
+    times: dict[str, list[float]] = {"ours": [], "bare": []}
+    peaks: dict[str, float] = {}
     for _ in range(args.repeats):
-        for fn, acc in ((ours, t_ours), (bare, t_bare)):
+        for side, fn in steps.items():
+            if gpu:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
             t0 = time.perf_counter()
             fn()
-            acc.append(time.perf_counter() - t0)
+            if gpu:
+                torch.cuda.synchronize()
+                peaks[side] = (torch.cuda.max_memory_allocated() - base) / (1 << 20)
+            times[side].append(time.perf_counter() - t0)
+    if not gpu:
+        peaks = {side: peak_alone(args, side) for side in steps}
     n = args.batch * args.seq
-    o, b = statistics.median(t_ours), statistics.median(t_bare)
-    print(f"batch {args.batch} x {args.seq} tokens, {args.model} "
+    o, b = statistics.median(times["ours"]), statistics.median(times["bare"])
+    print(f"batch {args.batch} x {args.seq} tokens, {args.model} on {policy.device} "
           f"({sum(p.numel() for p in policy.model.parameters()) / 1e6:.2f} M params)")
-    print(f"termcredit update: {o:.2f} s/step ({n / o:,.0f} tok/s)")
-    print(f"bare HF step:      {b:.2f} s/step ({n / b:,.0f} tok/s)")
-    print(f"RESULT ratio={(n / o) / (n / b):.2f}")
+    print(f"termcredit update: {o:.3f} s/step ({n / o:,.0f} tok/s), peak {peaks['ours']:,.0f} MiB")
+    print(f"bare HF step:      {b:.3f} s/step ({n / b:,.0f} tok/s), peak {peaks['bare']:,.0f} MiB")
+    print(f"RESULT ratio={(n / o) / (n / b):.2f} mem_ratio={peaks['ours'] / peaks['bare']:.2f}")
 
 
 if __name__ == "__main__":

@@ -152,6 +152,8 @@ class Trajectory:
 
     info: dict[str, Any] = field(default_factory=dict)
     integrity: list[str] = field(default_factory=list)  # episode-level tampering reasons
+    # in memory only: what step hooks keep while the episode runs (harness/hooks.py)
+    live: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass
@@ -178,7 +180,7 @@ def step_token_counts(traj: Trajectory) -> list[int]:
 # ---------------------------------------------------------------- JSON round trip
 
 # in-memory only: raw traces live in trace/, file contents in content/<sha256>
-_SKIP = {("CommandRecord", "trace"), ("FileState", "content")}
+_SKIP = {("CommandRecord", "trace"), ("FileState", "content"), ("Trajectory", "live")}
 
 # A command's accesses in the trajectory file: the task-level sets as sorted lists, what each
 # written path continues as a sorted map, and the environment layer's reads and writes as

@@ -245,3 +245,16 @@ def test_agent_commands_keep_the_default_sigpipe(sandbox):
     """The shim ignores SIGPIPE for itself; the agent's processes must not inherit that."""
     r = sandbox().run('yes | head -c 4; echo " ${PIPESTATUS[*]}"')
     assert r.stdout == "y\ny\n 141 0\n"  # yes killed by SIGPIPE (128 + 13)
+
+
+def test_an_agents_cd_function_does_not_take_the_markers(sandbox):
+    """rvm and friends define a `cd` function; the step markers are `builtin cd -P`, so steps
+    stay the shell's own, while the agent's `cd` calls its function. Seen failing with plain
+    `cd` markers: the function ran for them, its output in the command's."""
+    sb = sandbox()
+    sb.run('cd() { echo "hooked $*"; builtin cd "$@"; }')
+    t0 = time.monotonic()
+    rec = sb.run("cd /tmp && pwd", timeout=20)
+    assert time.monotonic() - t0 < 5
+    assert rec.exit_code == 0 and rec.stdout == "hooked /tmp\n/tmp\n"
+    assert 'chdir("/tmp")' in rec.trace and rec.trace.count("/__termcredit__/") == 2

@@ -92,10 +92,13 @@ def analyse(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig()) -> Analysis
     return Analysis(dg, cr, sw)
 
 
-def depgpo_step_weights(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig()) -> StepWeights:
+def depgpo_step_weights(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig(),
+                        deps: Dependencies | None = None) -> StepWeights:
     """Per-step credit, weights and classes of one trajectory, as ``analyse(...).weights``
-    but without drawing the graph (the training path)."""
-    deps = dependencies(facts, diff_rewrites=cfg.diff_rewrites, reuse=cfg.reuse)
+    but without drawing the graph (the training path). ``deps``: the facts' dependencies
+    under ``cfg`` when already built (``live.deps_for``)."""
+    if deps is None:
+        deps = dependencies(facts, diff_rewrites=cfg.diff_rewrites, reuse=cfg.reuse)
     return _per_step(facts, deps, assign_credit(deps, cfg), cfg)
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 
-from ..records import FileState, Trajectory, step_token_counts
+from ..records import FileState, Step, Trajectory, step_token_counts
 from ..tracer import parse_session
 from ..trialdir import TrialError, TrialPaths, load_trajectory
 from .facts import CommandFacts, EpisodeFacts
 
-__all__ = ["TrialError", "facts_from_trajectory", "load_trajectory"]
+__all__ = ["TrialError", "command_facts", "facts_from_trajectory", "load_trajectory"]
 
 
 def _load_text(paths: TrialPaths | None, states: list[FileState]) -> None:
@@ -62,25 +62,30 @@ def _verifier_listed(paths: TrialPaths | None) -> list[str]:
     return [p for p in listed if isinstance(p, str)]
 
 
+def command_facts(step: Step, n_tokens: int, paths: TrialPaths | None,
+                  cwd: tuple[str | None, str | None, set[str]] | None) -> CommandFacts:
+    """One step's facts (``cwd``: before, after, used; None: unknown)."""
+    rec = step.command
+    if rec is None or rec.accesses is None:
+        return CommandFacts(index=step.index, command=step.action, traced=False,
+                            n_tokens=n_tokens)
+    _load_text(paths, rec.files)
+    before, end, used = cwd or (None, None, set())
+    return CommandFacts(
+        index=step.index, command=rec.command, exit_code=rec.exit_code, stdout=rec.stdout,
+        accesses=rec.accesses, after={f.path: f for f in rec.files}, n_tokens=n_tokens,
+        cwd_before=before, cwd_after=end, cwd_used=used, shell_set=dict(rec.shell or {}),
+        shell_reset=rec.shell_restarted,
+    )
+
+
 def facts_from_trajectory(traj: Trajectory) -> EpisodeFacts:
     paths = TrialPaths(traj.trial_dir) if traj.trial_dir else None
     cwds = _cwd_facts(traj)
     counts = step_token_counts(traj)
-    commands = []
-    for step, n_tok in zip(traj.steps, counts):
-        rec = step.command
-        if rec is None or rec.accesses is None:
-            commands.append(CommandFacts(index=step.index, command=step.action, traced=False,
-                                         n_tokens=n_tok))
-            continue
-        _load_text(paths, rec.files)
-        before, end, used = cwds.get(rec.seq, (None, None, set()))
-        commands.append(CommandFacts(
-            index=step.index, command=rec.command, exit_code=rec.exit_code, stdout=rec.stdout,
-            accesses=rec.accesses, after={f.path: f for f in rec.files}, n_tokens=n_tok,
-            cwd_before=before, cwd_after=end, cwd_used=used, shell_set=dict(rec.shell or {}),
-            shell_reset=rec.shell_restarted,
-        ))
+    commands = [command_facts(step, n_tok, paths, cwds.get(step.command.seq)
+                              if step.command is not None else None)
+                for step, n_tok in zip(traj.steps, counts)]
     resources = traj.verifier.resources if traj.verifier else []
     return EpisodeFacts(instruction=traj.instruction, commands=commands, resources=resources,
                         listed=_verifier_listed(paths))

@@ -1,12 +1,13 @@
 """DepGPO's end-of-trial hook: every finished trial gets its dependency graph (``graph.json``),
-computed from the trajectory in memory."""
+computed from the trajectory in memory. Importing it also registers the step hook that builds
+the dependencies as the episode runs (``live.py``)."""
 
 from __future__ import annotations
 
 from ..harness.hooks import register_trial_hook
 from ..records import Trajectory
 from ..trialdir import TrialPaths
-from . import analyse
+from . import analyse, live  # noqa: F401  live: registers its step hook
 from .load import facts_from_trajectory
 from .report import write_graph_json
 

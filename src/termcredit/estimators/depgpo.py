@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..depgpo import DepGPOConfig, StepWeights, depgpo_step_weights
+from ..depgpo.live import deps_for
 from ..depgpo.load import facts_from_trajectory
 from ..records import Trajectory
 from . import EstimatorResult, register
@@ -79,6 +80,13 @@ class DepGPO:
         hit = self._seen.get(id(traj))
         return hit[1] if hit is not None and hit[0]() is traj else None
 
+    def step_weights(self, traj: Trajectory) -> StepWeights:
+        """DepGPO's weights of one trajectory (from the dependencies its episode built as it
+        ran, where it kept them)."""
+        facts = facts_from_trajectory(traj)
+        deps = deps_for(traj, facts, diff_rewrites=self.cfg.diff_rewrites, reuse=self.cfg.reuse)
+        return depgpo_step_weights(facts, self.cfg, deps)
+
     def _blame(self, traj: Trajectory, sw: StepWeights) -> Sequence[float]:
         """The weights a failed trajectory's negative advantage is spread by."""
         if self.negative == "uniform":
@@ -89,7 +97,7 @@ class DepGPO:
 
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
-        weights = [depgpo_step_weights(facts_from_trajectory(t), self.cfg) for t in group]
+        weights = [self.step_weights(t) for t in group]
         self._seen = {k: v for k, v in self._seen.items() if v[0]() is not None}
         self._seen.update((id(t), (weakref.ref(t), sw)) for t, sw in zip(group, weights))
         per_step = [[a * w for w in (self._blame(t, sw) if a < 0 else sw.w)]

@@ -28,6 +28,7 @@ from ..records import CommandRecord, Step, Trajectory
 from ..sandbox import Sandbox
 from ..tasks import Task
 from ..trialdir import TrialPaths
+from .hooks import run_step_hooks
 from .observe import StepObserver
 from .steplog import StepLog
 
@@ -117,6 +118,7 @@ class AgentEnv:
                  info=dict(info))
         )
         self.steplog.append(self.trajectory.steps[-1])
+        run_step_hooks(self.trajectory)
         self._check_storage(rec)
         return rec
 

@@ -1,12 +1,16 @@
 """From raw traces to the facts later stages use: per-step accesses and file contents.
 
-After each command (``after_step``): the command's trace segment names the paths it may have
-written; the sandbox hashes them at once (a write that changed nothing makes no new version)
-and keeps small text files, content-addressed under ``content/<sha256>`` in the trial dir.
+After each command (``after_step``): the session trace so far is parsed up to the command's
+end (``tracer.TraceStream``: only the new chunk is read), which names the paths the command
+may have written; the sandbox hashes them at once (a write that changed nothing makes no new
+version) and keeps small text files, content-addressed under ``content/<sha256>`` in the
+trial dir.
 
-At the end of the episode (``finalize``): the whole session trace is parsed again, so a
-background job's late writes go to the command that started it, and reads that only an
-``O_CREAT`` open suggested (``touch`` of a new file) are dropped when the path did not exist.
+At the end of the episode (``finalize``): the session as a whole, so a background job's late
+writes go to the command that started it, and reads that only an ``O_CREAT`` open suggested
+(``touch`` of a new file) are dropped when the path did not exist. The stream has read all but
+the last chunk by then; where it cannot vouch for the whole-trace result (see TraceStream) the
+whole text is parsed again.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..records import CommandRecord, FileState, TraceCwd
-from ..tracer import AccessSummary, EnvironmentLayer, parse_session, summarize_segment
+from ..tracer import AccessSummary, EnvironmentLayer, SessionTrace, parse_session, summarize_segment
+from ..tracer.stream import TraceStream
 from ..trialdir import TrialPaths
 
 CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ownership
@@ -34,11 +39,38 @@ class StepObserver:
         self.env = env or EnvironmentLayer()
         self.content_cap = content_cap
         self._image_added = image_added  # () -> set of paths added since the image (docker diff)
+        # the shell's trace chunks (start-up, one per command, tails), parsed as they come
+        self._chunks: list[str] | None = getattr(shell, "session_trace", None)
+        self._tokens: dict[int, str] = {}
+        self.stream: TraceStream | None = (
+            TraceStream(getattr(shell, "nonce", None), self.env, self._tokens)
+            if self._chunks is not None else None)
+        self._fed = 0
+
+    def _catch_up(self) -> TraceStream | None:
+        """Feed the chunks not yet read; past the session cap, stop streaming (None)."""
+        if self.stream is None or self._chunks is None:
+            return None
+        while self._fed < len(self._chunks):
+            chunk = self._chunks[self._fed]
+            if self.stream.chars + len(chunk) > SESSION_PARSE_CAP:
+                self.stream = None
+                return None
+            self.stream.feed(chunk)
+            self._fed += 1
+        return self.stream
 
     def after_step(self, rec: CommandRecord) -> None:
         """Content check: hash what this command may have written, right after it ran."""
-        seg = summarize_segment(rec.trace, self.env)
-        rec.accesses = seg  # until finalize attributes background jobs exactly
+        self._tokens[rec.seq] = rec.end_token
+        stream = self._catch_up()
+        # until finalize: a background job's later writes may still join an earlier step
+        seg = stream.summary(rec.seq) if stream else summarize_segment(rec.trace, self.env)
+        rec.accesses = seg
+        if stream is not None:
+            out = stream.tracker.out
+            rec.trace_cwd = TraceCwd(out.cwd_start.get(rec.seq), out.cwd_end.get(rec.seq),
+                                     sorted(out.cwd_used.get(rec.seq, ())))
         candidates = sorted(seg.written | seg.meta)
         if not candidates:
             return
@@ -66,7 +98,8 @@ class StepObserver:
             return [f"session trace of {len(session_text) >> 20} MiB not parsed as a whole "
                     f"(cap {SESSION_PARSE_CAP >> 20} MiB): per-step accesses only"]
         tokens = {rec.seq: rec.end_token for rec in records}
-        session = parse_session(session_text, self.shell.nonce, self.env, tokens=tokens)
+        session = self._streamed(tokens, session_text) or parse_session(
+            session_text, self.shell.nonce, self.env, tokens=tokens)
         for rec in records:
             rec.integrity += [r for r in session.integrity.get(rec.seq, [])
                               if r not in rec.integrity]
@@ -100,3 +133,10 @@ class StepObserver:
             for path in summary.deleted | summary.temporary:
                 exists[path] = False
         return list(session.integrity.get(None, []))
+
+    def _streamed(self, tokens: dict[int, str], session_text: str) -> SessionTrace | None:
+        """The streamed session, when it read exactly ``session_text`` with these steps."""
+        stream, self.stream = self._catch_up(), None  # once: a second finalize parses anew
+        if stream is None or tokens != self._tokens or stream.chars != len(session_text):
+            return None
+        return stream.finish()

@@ -51,9 +51,12 @@ def ansi_c_quote(text):
 
 def command_script(mark, seq, cmd, token):
     """The line bash reads for command SEQ: its start marker, the command, the shell's state
-    report (builtins only), then the end marker with the command's $? and secret token."""
-    return ("__tc_c=%s; cd %s/s%d 2>/dev/null; __tc_run </dev/null %d>&-; __tc_e=$?; %s; "
-            "cd %s/e%d.$__tc_e.%s 2>/dev/null\n") % (
+    report (builtins only), then the end marker with the command's $? and secret token.
+    The markers are ``builtin cd -P``: a `cd` function of the agent's (rvm defines one) is
+    not called, and a physical cd fails in one chdir where a logical one retries the verbatim
+    name (two traced calls, two stops, per marker)."""
+    return ("__tc_c=%s; builtin cd -P %s/s%d 2>/dev/null; __tc_run </dev/null %d>&-; "
+            "__tc_e=$?; %s; builtin cd -P %s/e%d.$__tc_e.%s 2>/dev/null\n") % (
         ansi_c_quote(cmd), mark, seq, STATE_FD, dump_script(token), mark, seq, token)
 
 

@@ -276,10 +276,13 @@ def _fast_body(body: str) -> tuple | bool:
     return groups[0], fast.body_args(groups), ret, ret_path, errno, deleted
 
 
-def iter_records(text: str, parser: LineParser | None = None) -> Iterator[Record]:
-    """Records of a whole trace text, in line order. Lines split on `\\n` only: strace
-    escapes every other control character, and str.splitlines() would also split on
-    \\x1c, \\x85, U+2028 ... which may occur in a decoded trace."""
+def iter_records(text: str, parser: LineParser | None = None, *, first_line: int = 0,
+                 last: bool = True) -> Iterator[Record]:
+    """Records of a trace text, in line order, its lines numbered from ``first_line``.
+    ``last``: no more text follows (calls still unfinished are counted as dropped); False for
+    a chunk of a trace that goes on. Lines split on `\\n` only: strace escapes every other
+    control character, and str.splitlines() would also split on \\x1c, \\x85, U+2028 ...
+    which may occur in a decoded trace."""
     parser = parser if parser is not None else LineParser()
     lines = text.split("\n")
     rows = fast.ROWS.findall(text) if fast.ENABLED else []  # (pid, ts, body) of each line
@@ -288,7 +291,7 @@ def iter_records(text: str, parser: LineParser | None = None) -> Iterator[Record
         lines.pop()  # the trailing newline does not start another line
     if aligned:
         fast_call, feed = parser._fast, parser._feed
-        for line_no, ((pid_text, ts_text, body), line) in enumerate(zip(rows, lines)):
+        for line_no, ((pid_text, ts_text, body), line) in enumerate(zip(rows, lines), first_line):
             if pid_text and not body.endswith("\r"):
                 rec = fast_call(pid_text, ts_text, body, line_no)
             else:
@@ -296,11 +299,12 @@ def iter_records(text: str, parser: LineParser | None = None) -> Iterator[Record
             if rec is not None:
                 yield rec
     else:
-        for line_no, line in enumerate(lines):
+        for line_no, line in enumerate(lines, first_line):
             rec = parser.feed(line, line_no)
             if rec is not None:
                 yield rec
-    parser.finish()
+    if last:
+        parser.finish()
 
 
 def parse_records(text: str) -> tuple[list[Record], LineStats]:

@@ -78,29 +78,46 @@ def clone_flags(sc: Syscall) -> int:
 
 
 class Tracker(SegmentRules):
-    """Second pass: replays records in order, keeping per-pid state."""
+    """Second pass: replays records in order, keeping per-pid state.
+
+    ``add`` takes the records a chunk at a time (a live episode's trace, step by step): each
+    chunk is looked ahead over, then replayed. Where the look-ahead of a whole-trace replay
+    could have reached into a later chunk (a child's lines before its parent's clone, an old
+    shell's late lines), the replay is marked ``unsure``: its caller replays the whole trace.
+    """
 
     def __init__(
         self,
-        records: list[Record],
+        records: list[Record] = (),  # type: ignore[assignment]
         nonce: str | None = None,
         tokens: dict[int, str] | None = None,
     ) -> None:
         super().__init__(EventStream(nonce=nonce), tokens)
-        self.records = records
+        self.records: list[Record] = []
         self.live: dict[int, Process] = {}
-        # First pass: who cloned whom. A child's first lines often come before the parent's
+        # Look-ahead: who cloned whom. A child's first lines often come before the parent's
         # `clone(...) = CHILD` line (fabricate's "delayed lines"), so look ahead for it.
         self.clone_of: dict[int, tuple[int, int]] = {}  # record index -> (parent, flags)
         self.pending_children: dict[int, deque[int]] = {}  # child pid -> record indexes
         self.consumed: set[int] = set()
-        for i, rec in enumerate(records):
+        self.rootless: set[int] = set()  # pids seen so far as processes of unknown origin
+        self.unsure = False
+        self._seen_after_no: list[tuple[int, int]] = []  # (pid, line) answered False so far
+        if records:
+            self.add(records)
+
+    def add(self, records: list[Record]) -> None:
+        start = len(self.records)
+        self.records.extend(records)
+        for i in range(start, len(self.records)):
+            rec = self.records[i]
             if isinstance(rec, Syscall) and rec.name in CLONE_CALLS and rec.ok and rec.ret:
+                if start and rec.ret in self.rootless:
+                    self.unsure = True  # an earlier chunk's orphan may be this clone's child
                 self.clone_of[i] = (rec.pid, clone_flags(rec))
                 self.pending_children.setdefault(rec.ret, deque()).append(i)
-
-    def run(self) -> EventStream:
-        for i, rec in enumerate(self.records):
+        for i in range(start, len(self.records)):
+            rec = self.records[i]
             proc = self.live.get(rec.pid) or self._spawn(rec.pid, rec.line_no)
             self.prev_mark = self.just_marked.pop(rec.pid, None) if self.just_marked else None
             if isinstance(rec, Exit):
@@ -108,7 +125,15 @@ class Tracker(SegmentRules):
                 self.live.pop(rec.pid, None)
                 continue
             self._syscall(i, rec, proc)
-        return self.out
+
+    def settle(self) -> bool:
+        """After the last chunk: would a whole-trace replay have looked ahead differently?
+        (True: this replay is exact.) A shell restart asked whether the old shell was seen
+        again; the answer now covers the whole trace."""
+        asked, self._seen_after_no = self._seen_after_no, []
+        if any(self._seen_after(pid, line) for pid, line in asked):
+            self.unsure = True
+        return not self.unsure
 
     def _seq_of(self, proc: Process) -> int | None:
         return self.current if proc is self.shell else proc.seq
@@ -133,6 +158,7 @@ class Tracker(SegmentRules):
             # Unknown origin (the session's root, or text cut from a longer trace): it
             # belongs to whatever command is running when it first shows up.
             proc = Process(pid, None, self.current, Cwd(None), line_no)
+            self.rootless.add(pid)
         else:
             cwd = parent.cwd if flags & CLONE_FS else Cwd(parent.cwd.path)
             proc = Process(pid, parent.pid, self._seq_of(parent), cwd, line_no, parent, parent.argv)
@@ -213,7 +239,8 @@ class Tracker(SegmentRules):
 
     def _seen_after(self, pid: int, line_no: int) -> bool:
         """Does the process `pid` make a call after `line_no` (before the pid is reused)?
-        A scan of the rest of the trace; only for a restart without the old shell's exit."""
+        A scan of the rest of the trace so far; only for a restart without the old shell's
+        exit. A "no" is noted: a later chunk may still say yes (see ``settle``)."""
         for rec in self.records:
             if rec.line_no <= line_no:
                 continue
@@ -221,6 +248,7 @@ class Tracker(SegmentRules):
                 return True
             if isinstance(rec, Syscall) and rec.name in CLONE_CALLS and rec.ret == pid:
                 return False
+        self._seen_after_no.append((pid, line_no))
         return False
 
 
@@ -263,6 +291,6 @@ def attribute_events(
 ) -> EventStream:
     """Replay ``records``: every event with the command it belongs to, and the markers,
     processes and integrity reasons of the session."""
-    return Tracker(records, nonce, tokens).run()
+    return Tracker(records, nonce, tokens).out
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .events import Event
 from .lines import LineStats, parse_records
-from .procs import Process, attribute_events
+from .procs import EventStream, Process, attribute_events
 from .segments import Marker
 from .summary import AccessSummary, EnvironmentLayer, summarize
 
@@ -75,22 +76,39 @@ def parse_session(
     a session-level integrity reason).
     """
     records, stats = parse_records(text)
-    stream = attribute_events(records, nonce, tokens)
+    return assemble(attribute_events(records, nonce, tokens), stats, env)
+
+
+def assemble(
+    stream: EventStream,
+    stats: LineStats,
+    env: EnvironmentLayer | None = None,
+    sorted_events: tuple[dict[int, list[Event]], list[Event]] | None = None,
+    summary_of: Callable[[int, list[Event]], AccessSummary] | None = None,
+) -> SessionTrace:
+    """A SessionTrace from a replayed stream. ``sorted_events`` (SEQ -> its events, and the
+    events of no SEQ; every marker's SEQ has an entry) and ``summary_of`` (SEQ, events ->
+    summary): what a caller that parsed the trace as it came already holds
+    (``stream.TraceStream``); by default both are made here."""
     integrity = {seq: list(reasons) for seq, reasons in stream.integrity.items()}
     if stats.skipped:
         n = stats.skipped
         integrity.setdefault(None, []).append(
             f"{n} malformed trace line{'' if n == 1 else 's'} skipped"
         )
-    by_seq: dict[int, list[Event]] = {}
-    unattributed: list[Event] = []
-    for m in stream.markers:
-        by_seq.setdefault(m.seq, [])
-    for seq, event in stream.events:
-        if seq is None:
-            unattributed.append(event)
-        else:
-            by_seq.setdefault(seq, []).append(event)
+    if sorted_events is None:
+        by_seq: dict[int, list[Event]] = {}
+        unattributed: list[Event] = []
+        for m in stream.markers:
+            by_seq.setdefault(m.seq, [])
+        for seq, event in stream.events:
+            if seq is None:
+                unattributed.append(event)
+            else:
+                by_seq.setdefault(seq, []).append(event)
+    else:
+        by_seq, unattributed = sorted_events
+    summary_of = summary_of or (lambda _seq, events: summarize(events, env))
     starts: dict[int, list[Marker]] = {}
     ends: dict[int, list[Marker]] = {}
     for m in stream.markers:
@@ -105,7 +123,7 @@ def parse_session(
         commands[seq] = CommandTrace(
             seq=seq,
             events=by_seq[seq],
-            summary=summarize(by_seq[seq], env),
+            summary=summary_of(seq, by_seq[seq]),
             pids=pids.get(seq, []),
             start_ts=start[0].ts if start else None,
             end_ts=end[-1].ts if end else None,

@@ -31,6 +31,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from .logprobs import sampled_logprobs
 from .tiny import CHATML_TEMPLATE, SIZES, cache_root, ensure_tiny
 
 SMOLLM2 = "smollm2-135m"
@@ -68,15 +69,16 @@ def _positions(attention_mask: torch.Tensor) -> torch.Tensor:
 def token_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float = 1.0,
                    *, return_entropy: bool = False):
     """logits [B, T, V] from a forward over input_ids [B, T] -> aligned log-probs [B, T]
-    (position 0 = 0), and optionally the entropy of each predicting distribution [B, T]."""
+    (position 0 = 0), and optionally the entropy of each predicting distribution [B, T]
+    (which needs the whole distribution; without it, the chunked ``sampled_logprobs``)."""
+    if not return_entropy:
+        return sampled_logprobs(logits, input_ids, temperature)
     z = logits[:, :-1].float()
     if temperature > 0 and temperature != 1.0:  # 0 means greedy: reported at temperature 1
         z = z / temperature
     lse = torch.logsumexp(z, dim=-1)
     lp = z.gather(-1, input_ids[:, 1:, None]).squeeze(-1) - lse
     lp = F.pad(lp, (1, 0))
-    if not return_entropy:
-        return lp
     ent = lse - (torch.softmax(z, dim=-1) * z).sum(-1)
     return lp, F.pad(ent, (1, 0))
 
@@ -192,8 +194,14 @@ class Policy:
         distribution that predicted each token (same alignment)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                         position_ids=_positions(attention_mask), use_cache=False)
+        if bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
+            # right padding only: under the causal mask a real token never sees the pads after
+            # it and its position is its index, so the plain causal path (no mask tensor, the
+            # fused attention kernel) gives the real tokens the same logits, faster
+            out = self.model(input_ids=input_ids, use_cache=False)
+        else:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                             position_ids=_positions(attention_mask), use_cache=False)
         res = token_logprobs(out.logits, input_ids, temperature, return_entropy=return_entropy)
         m = attention_mask.to(torch.float32)
         m = m * F.pad(m[:, :-1], (1, 0))  # a token without a real predecessor gets 0

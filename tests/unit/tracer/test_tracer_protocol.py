@@ -77,7 +77,7 @@ def test_what_the_shim_writes_is_what_the_tracer_parses():
 
     mark = marker_dir(NONCE)
     script = command_script(mark, 7, "echo hi", TOKEN)
-    cds = re.findall(r"\bcd (\S+) 2>/dev/null", script)
+    cds = re.findall(r"\bbuiltin cd -P (\S+) 2>/dev/null", script)
     assert len(cds) == 2, script
     start, end = cds[0], cds[1].replace("$__tc_e", "0")
     assert parse_marker(start) == (NONCE, True, 7, None, None)

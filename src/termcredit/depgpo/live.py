@@ -1,0 +1,105 @@
+"""DepGPO's dependencies built while the episode runs, so its weights are ready at the end.
+
+``dependencies`` walks every command of a finished episode (ownership of file versions and
+lines, stdout reuse, cwd and shell-state links): most of DepGPO's cost per trajectory. A
+``DepBuilder`` takes the commands in order, so a step hook feeds each step's facts to one kept
+with the trajectory (``Trajectory.live``) as soon as the step is recorded, in the background
+of the next generation. After verification only the walk back from the verifier's resources
+is left (``deps_for``).
+
+The facts of a step can still change after it was fed: the end-of-episode pass gives a
+background job's late writes to the command that started it and drops reads of paths that did
+not exist. Each fed step keeps a fingerprint of everything the builder read; ``deps_for``
+compares it with the finished facts and builds anew from the first step that changed, so the
+result is always ``dependencies`` of the final facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from ..harness.hooks import register_step_hook
+from ..records import Step, Trajectory
+from ..tracer import AccessSets
+from ..trialdir import TrialPaths
+from .deps import DepBuilder, Dependencies, dependencies
+from .facts import CommandFacts, EpisodeFacts
+from .load import command_facts
+from .stdout_reuse import ReuseConfig
+
+KEY = "depgpo.dependencies"
+_SETS = tuple(f.name for f in fields(AccessSets) if f.name != "derived_from")
+
+
+def fingerprint(cmd: CommandFacts) -> tuple[Any, ...]:
+    """Everything of a command's facts that ``DepBuilder.add`` reads, as a value."""
+    acc = cmd.accesses
+    return (
+        cmd.index, cmd.command, cmd.traced, cmd.exit_code, cmd.stdout,
+        tuple(frozenset(getattr(acc, name)) for name in _SETS),
+        tuple(sorted(acc.derived_from.items())),
+        tuple(sorted((p, f.kind, f.size, f.sha256, f.mode, f.target, f.text)
+                     for p, f in cmd.after.items())),
+        cmd.cwd_before, cmd.cwd_after, frozenset(cmd.cwd_used),
+        tuple(sorted(cmd.shell_set.items())), cmd.shell_reset,
+    )
+
+
+class LiveDependencies:
+    """One episode's DepBuilder, fed a step at a time (DepGPO's default settings)."""
+
+    diff_rewrites = "if-read"
+    reuse = ReuseConfig()
+
+    def __init__(self, instruction: str) -> None:
+        self.instruction = instruction
+        self.builder = DepBuilder(instruction, diff_rewrites=self.diff_rewrites,
+                                  reuse=self.reuse)
+        self.prints: list[tuple[Any, ...]] = []
+        self.rebuilt = False  # the last result was built anew (facts changed, other settings)
+
+    def catch_up(self, traj: Trajectory) -> None:
+        """Feed the steps recorded since the last call (cwd from the step's trace record)."""
+        paths = TrialPaths(traj.trial_dir) if traj.trial_dir else None
+        for step in traj.steps[len(self.prints):]:
+            cmd = command_facts(step, 1, paths, _cwd(step))
+            self.prints.append(fingerprint(cmd))
+            self.builder.add(cmd)
+
+    def result(self, facts: EpisodeFacts, diff_rewrites: str | bool,
+               reuse: ReuseConfig) -> Dependencies:
+        """``dependencies(facts, ...)``, from what was fed where the facts are unchanged."""
+        if (diff_rewrites == self.diff_rewrites and reuse == self.reuse
+                and len(facts.commands) >= len(self.prints)
+                and all(p == fingerprint(c) for p, c in zip(self.prints, facts.commands))):
+            for cmd in facts.commands[len(self.prints):]:
+                self.prints.append(fingerprint(cmd))
+                self.builder.add(cmd)
+            self.rebuilt = False
+            return self.builder.result(facts.resources, facts.listed)
+        self.rebuilt = True
+        return dependencies(facts, diff_rewrites=diff_rewrites, reuse=reuse)
+
+
+def _cwd(step: Step) -> tuple[str | None, str | None, set[str]] | None:
+    tc = step.command.trace_cwd if step.command is not None else None
+    return (tc.before, tc.after, set(tc.used)) if tc is not None else None
+
+
+def deps_for(traj: Trajectory, facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",
+             reuse: ReuseConfig = ReuseConfig()) -> Dependencies:
+    """The dependencies of ``traj`` (whose facts are ``facts``): the live builder's where the
+    episode kept one, else built now."""
+    live = traj.live.get(KEY)
+    if isinstance(live, LiveDependencies) and live.instruction == facts.instruction:
+        return live.result(facts, diff_rewrites, reuse)
+    return dependencies(facts, diff_rewrites=diff_rewrites, reuse=reuse)
+
+
+@register_step_hook("depgpo-dependencies")
+def feed(traj: Trajectory) -> None:
+    live = traj.live.get(KEY)
+    if not isinstance(live, LiveDependencies):
+        live = traj.live[KEY] = LiveDependencies(traj.instruction)
+    live.catch_up(traj)

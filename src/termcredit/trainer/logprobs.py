@@ -1,0 +1,69 @@
+"""Log-probs of the sampled tokens, without a full-vocabulary log-softmax per position.
+
+The loss needs log p(y_t) = z_t[y_t] − logsumexp(z_t) at each position, nothing else of the
+distribution. Autograd through ``logsumexp`` + ``gather`` keeps the logits and, in backward,
+builds the softmax and a scattered one-hot as separate [B, T, V] tensors before adding them.
+``sampled_logprobs`` does both passes in row chunks with a hand-written backward:
+d log p(y) / dz = onehot(y) − softmax(z), so the gradient is one [B, T, V] tensor written chunk
+by chunk (``exp(z − lse)`` scaled in place, the target's entry bumped), and the float32 copy of
+a half-precision chunk never exists for the whole batch at once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+CHUNK_ROWS = 1024  # positions per chunk: a chunk is CHUNK_ROWS x V floats
+
+
+class _SampledLogProbs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, temperature: float,  # type: ignore[override]
+                chunk: int) -> torch.Tensor:
+        flat = logits.reshape(-1, logits.shape[-1])
+        tgt = targets.reshape(-1, 1)
+        out = torch.empty(flat.shape[0], dtype=torch.float32, device=logits.device)
+        lse = torch.empty_like(out)
+        for lo in range(0, flat.shape[0], chunk):
+            z = flat[lo:lo + chunk].float()
+            if temperature != 1.0:
+                z = z / temperature
+            lse[lo:lo + chunk] = torch.logsumexp(z, dim=-1)
+            out[lo:lo + chunk] = z.gather(1, tgt[lo:lo + chunk]).squeeze(1) - lse[lo:lo + chunk]
+        ctx.save_for_backward(logits, targets, lse)
+        ctx.temperature, ctx.chunk = temperature, chunk
+        return out.view(targets.shape)
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):  # type: ignore[override]
+        logits, targets, lse = ctx.saved_tensors
+        t, chunk = ctx.temperature, ctx.chunk
+        flat = logits.reshape(-1, logits.shape[-1])
+        tgt = targets.reshape(-1, 1)
+        g = grad_out.reshape(-1, 1).float()
+        grad = torch.empty_like(flat)
+        for lo in range(0, flat.shape[0], chunk):
+            z = flat[lo:lo + chunk].float()
+            if t != 1.0:
+                z = z / t
+            p = torch.exp(z - lse[lo:lo + chunk, None])  # softmax of the chunk
+            gc = g[lo:lo + chunk]
+            p.mul_(-gc)
+            p.scatter_add_(1, tgt[lo:lo + chunk], gc)
+            if t != 1.0:
+                p.div_(t)
+            grad[lo:lo + chunk] = p
+        return grad.view_as(logits), None, None, None
+
+
+def sampled_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float = 1.0,
+                     *, chunk: int = CHUNK_ROWS) -> torch.Tensor:
+    """logits [B, T, V] from a forward over input_ids [B, T] -> log p(token t | tokens < t)
+    [B, T] in float32, position 0 = 0 (nothing predicts it). ``temperature`` 0 or 1: the raw
+    distribution."""
+    t = temperature if temperature > 0 else 1.0
+    # position t's logits predict token t+1; the last position predicts nothing (target 0,
+    # its value dropped below, so its gradient is 0)
+    targets = torch.nn.functional.pad(input_ids[:, 1:], (0, 1))
+    lp = _SampledLogProbs.apply(logits, targets, float(t), chunk)
+    return torch.nn.functional.pad(lp[:, :-1], (1, 0))
