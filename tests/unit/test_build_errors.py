@@ -119,3 +119,15 @@ def test_instructions_keep_first_line_numbers():
     found = find_instruction(text, "Step 2/3 : RUN apt-get update &&     apt-get install -y x")
     assert found is not None and found.line == 4
     assert find_instruction(text, "") is None
+
+
+def test_a_failure_that_names_no_host_takes_it_from_the_line():
+    """Python's urllib says only "Name or service not known": the host is the line's URL."""
+    text = ("FROM termcredit/base:abc\n"
+            "RUN python3 -c \"import urllib.request as u; u.urlretrieve('https://data.example.org/"
+            "a.csv', '/a.csv')\"\n")
+    step = "Step 2/3 : " + text.splitlines()[1]
+    out = ["urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>"]
+    hint = diagnose(text, SHOWN, step, out, ON_BOOKWORM, MAPS, PY)
+    assert hint is not None and "needs data.example.org, which this machine cannot reach " \
+        "(urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>)" in hint

@@ -77,6 +77,10 @@ _UNREACHABLE = [re.compile(p) for p in (
     r"getaddrinfo (?:ENOTFOUND|EAI_AGAIN) ([\w.-]+)",  # npm
     r"dial tcp: lookup ([\w.-]+)",  # go, docker
 )]
+_NO_NETWORK = re.compile(r"Name or service not known|Temporary failure in name resolution|"
+                         r"Network is unreachable|No route to host|Connection refused|"
+                         r"Connection timed out")
+_URL_HOST = re.compile(r"\b(?:https?|ftp|git)://(?:[^/@\s]*@)?([\w-]+(?:\.[\w-]+)+)")
 _UBUNTU_ONLY = re.compile(r"add-apt-repository|\bppa:|launchpad(?:content)?\.net|"
                           r"software-properties-common", re.I)
 _PPA = re.compile(r"add-apt-repository|\bppa:|launchpad(?:content)?\.net", re.I)
@@ -96,13 +100,18 @@ def _quote(text: str, cap: int = 160) -> str:
     return "`" + (text if len(text) <= cap else text[:cap - 3] + "...") + "`"
 
 
-def _unreachable(output: Sequence[str]) -> tuple[str, str] | None:
-    """(host, the line that says so) of the first network failure in ``output``."""
+def _unreachable(output: Sequence[str], instruction: str) -> tuple[str, str] | None:
+    """(host, the line that says so) of the first network failure in ``output``; when the
+    failure names no host (Python's urllib), the host of the instruction's first URL."""
     for line in output:
         for rx in _UNREACHABLE:
             m = rx.search(line)
             if m and "." in m[1]:
                 return m[1][:253], " ".join(line.split())[:200]
+    url = _URL_HOST.search(instruction)
+    said = next((ln for ln in output if _NO_NETWORK.search(ln)), None)
+    if url and said:
+        return url[1][:253], " ".join(said.split())[:200]
     return None
 
 
@@ -133,7 +142,7 @@ def diagnose(dockerfile: str, shown: str, step: str, output: Sequence[str],
                 f"a rule under [image_map] in a TOML file given with --image-map or "
                 f"TERMCREDIT_IMAGE_MAP, e.g. \"{stage.image}\" = \"base:python3.12\" (the "
                 "base closest to the Python the image carries) or = \"base:trixie\"")
-    net = _unreachable(output)
+    net = _unreachable(output, inst.text)
     where = f"{shown}:{inst.line}: {_quote(inst.text)}"
     if stage is None or stage.base is None:  # the author's own image: only the network rule
         return _network_hint(where, net) if net else None
