@@ -38,7 +38,9 @@ import tomli_w
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from ..show import shown
 from ..tasks.audit import propose_may_modify
 from ..tasks.model import Task, TaskError, load_task
 from ..trialdir import TrialPaths, load_trajectory
@@ -367,8 +369,10 @@ def render(checks: list[TaskCheck], console: Console, *, title: str = "termcredi
                       f"{c.seconds:.1f}s")
     console.print(table)
     for c in checks:
-        for problem in c.problems:
-            console.print(f"[red]✗ {escape(c.name)}:[/] {escape(problem)}", soft_wrap=True)
+        for problem in c.problems:  # problems quote build output: text, control codes shown
+            console.print(Text("✗ ", style="red") + shown(c.name, "red") + Text(": ", style="red")
+                          + shown(problem),
+                          soft_wrap=True)
     n_ok = sum(c.ok for c in checks)
     tail = f" in {elapsed:.0f}s" if elapsed is not None else ""
     color = "green" if n_ok == len(checks) else "red"
