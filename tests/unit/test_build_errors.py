@@ -66,8 +66,8 @@ def test_unreachable_host_is_named():
     assert hint == (f"{SHOWN}:2: `RUN curl -fsSL https://get.example.org/i.sh | sh` needs "
                     "get.example.org, which this machine cannot reach (curl: (6) Could not "
                     "resolve host: get.example.org). Remedy: edit the line (put the file into "
-                    "environment/ and COPY it, or install from a source that answers here: PyPI "
-                    "and the Debian mirrors do), or build where get.example.org answers")
+                    "environment/ and COPY it, or install from a package index or mirror this "
+                    "machine reaches), or build where get.example.org answers")
     # pip says it its own way; an image of the author's own (no base) gets the same rule
     pip = ["ERROR: Could not install packages due to an OSError: HTTPSConnectionPool(host="
            "'pypi.internal.example', port=443): Max retries exceeded with url: /simple/x/ "

@@ -110,7 +110,7 @@ def _unreachable(output: Sequence[str], instruction: str) -> tuple[str, str] | N
                 return m[1][:253], " ".join(line.split())[:200]
     url = _URL_HOST.search(instruction)
     said = next((ln for ln in output if _NO_NETWORK.search(ln)), None)
-    if url and said:
+    if url and said and not url[1].startswith("127."):  # a service the step itself started
         return url[1][:253], " ".join(said.split())[:200]
     return None
 
@@ -136,7 +136,7 @@ def diagnose(dockerfile: str, shown: str, step: str, output: Sequence[str],
         return None
     stage, stage_end = _stage(froms, inst.line)
     if inst.text.upper().startswith("FROM ") and stage is not None and stage.rule is None \
-            and not stage.stage:
+            and not stage.stage and "$" not in stage.image:
         return (f"{shown}:{stage.line}: FROM {stage.image}: no rule of the image map "
                 f"({map_files}) names this image and docker cannot pull it here. Remedy: add "
                 f"a rule under [image_map] in a TOML file given with --image-map or "
@@ -178,5 +178,5 @@ def diagnose(dockerfile: str, shown: str, step: str, output: Sequence[str],
 def _network_hint(where: str, net: tuple[str, str]) -> str:
     host, said = net
     return (f"{where} needs {host}, which this machine cannot reach ({said}). Remedy: edit the "
-            f"line (put the file into environment/ and COPY it, or install from a source that "
-            f"answers here: PyPI and the Debian mirrors do), or build where {host} answers")
+            f"line (put the file into environment/ and COPY it, or install from a package index "
+            f"or mirror this machine reaches), or build where {host} answers")
