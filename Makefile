@@ -32,7 +32,7 @@ browser: ## install headless Chromium if missing (the viewer's browser test; apt
 docker: ## make sure a Docker engine runs (installs docker.io + starts dockerd as root on Debian)
 	@bash scripts/ensure-docker.sh
 
-base: venv system docker ## build the termcredit/base image (cached by recipe hash)
+base: venv system docker ## build the default base image termcredit/base (bookworm; cached by recipe hash; trixie is built on first use)
 	@$(TC) image base
 
 setup: venv system docker base ## everything: venv, deps, system tools, Docker engine, base image

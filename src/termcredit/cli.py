@@ -52,14 +52,46 @@ def _cmd_image(args: argparse.Namespace) -> int:
 
     client = docker_client()
     log = _log
-    base = ensure_base_image(client, force=args.force and args.what == "base", log=log)
+    if args.what == "base" and args.list:
+        return _list_bases(client)
     if args.what == "base":
-        print(base)
+        for name in args.paths or [None]:
+            print(ensure_base_image(client, force=args.force, log=log,
+                                    **({"name": name} if name else {})))
         return 0
+    base = ensure_base_image(client, log=log)
     for path in args.paths:
         task = load_task(path)
         print(build_image(client, task, base_ref=base, instance=args.instance,
                           image_map=ImageMap.load(args.image_map), force=args.force, log=log))
+    return 0
+
+
+def _list_bases(client: Any) -> int:
+    """`termcredit image base --list`: every base, its Python, and whether it is built."""
+    from rich.table import Table
+
+    from .sandbox import BASES, DEFAULT_BASE, base_image_ref
+    from .sandbox.imagemap import builtin_map_path
+
+    table = Table(title="termcredit base images")
+    for col in ("name", "debian", "python", "image", "built"):
+        table.add_column(col)
+    for base in BASES.values():
+        ref = base_image_ref(base.name)
+        try:
+            size = client.images.get(ref).attrs.get("Size") or 0
+            built = f"yes, {size / 1e6:.0f} MB"
+        except Exception:  # docker.errors.ImageNotFound: built on first use
+            built = "no (built on first use)"
+        name = base.name + ("*" if base.name == DEFAULT_BASE else "")
+        table.add_row(name, base.suite, base.python, ref, built)
+    out = Console()
+    out = out if out.is_terminal else Console(width=max(out.width, 120))  # a pipe: no cut refs
+    out.print(table)
+    out.print(Text("FROM images are mapped to a base by ") + shown(builtin_map_path())
+                    + Text(" (and a file given with --image-map or TERMCREDIT_IMAGE_MAP); "
+                           "* the default base, FROM termcredit/base"))
     return 0
 
 
@@ -331,11 +363,15 @@ def build_parser() -> argparse.ArgumentParser:
                    " 429/5xx/connection errors are retried with exponential backoff")
     r.set_defaults(func=_cmd_run)
 
-    i = sub.add_parser("image", help="build the base image or task images",
-                       description="Build termcredit/base:<recipe hash> (cached), or the images "
-                       "of task folders.")
+    i = sub.add_parser("image", help="build the base images or task images",
+                       description="Build a base image (default bookworm: "
+                       "termcredit/base:<recipe hash>; trixie: termcredit/base-trixie:<hash>; "
+                       "cached), list the bases, or build the images of task folders.")
     i.add_argument("what", choices=["base", "task"])
-    i.add_argument("paths", nargs="*", metavar="TASK", help="task folders (with `task`)")
+    i.add_argument("paths", nargs="*", metavar="NAME|TASK",
+                   help="base names (with `base`; default bookworm) or task folders (with `task`)")
+    i.add_argument("--list", action="store_true",
+                   help="with `base`: the bases, their Debian release and Python, built or not")
     i.add_argument("--force", action="store_true", help="rebuild even if cached")
     i.add_argument("--image-map", help="TOML file with an [image_map] table for FROM lines")
     i.add_argument("--instance", type=int, default=0, help="instance seed (parametrised tasks)")

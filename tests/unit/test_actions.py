@@ -2,7 +2,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from termcredit.harness.agents import AgentEnv, InvalidAction, ReplayAgent, make_agent_factory
+from termcredit.harness.agents import (AgentEnv, InvalidAction, OracleAgent, ReplayAgent,
+                                      make_agent_factory)
 from termcredit.records import CommandRecord, Trajectory
 from termcredit.trainer.actions import format_observation, invalid_observation, parse_action
 
@@ -104,6 +105,31 @@ def test_replay_records_a_nul_line_as_invalid_and_goes_on(tmp_path):
     assert bad.observation == invalid_observation(parse_action("echo a\x00b > f"))
     assert bad.observation == "error: the command contains a NUL byte"
     assert [s.invalid for s in steps] == [False, True, False, False]
+
+
+def test_oracle_replays_solution_commands_when_there_is_no_solve_sh(tmp_path):
+    """A task whose known-good solution is a list of commands (a Terminal-Bench-1
+    solution.yaml): each line is one step, as a replay file's would be."""
+    from termcredit.tasks import load_task
+
+    root = tmp_path / "t"
+    (root / "environment").mkdir(parents=True)
+    (root / "environment" / "Dockerfile").write_text("FROM termcredit/base\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    (root / "instruction.md").write_text("x")
+    (root / "task.toml").write_text("[agent]\ntimeout_sec = 60\n")
+    (root / "solution").mkdir()
+    (root / "solution" / "commands.txt").write_text("cd /app\n\necho 4 > answer.txt\n")
+    env, sandbox = _env(tmp_path)
+    env.task = load_task(root)
+    sandbox.put_dir = lambda src, dest: sandbox.ran.append(f"<put {src.name} {dest}>")
+    OracleAgent().run(env)
+    assert sandbox.ran == ["<put solution /solution>", "cd /app", "echo 4 > answer.txt"]
+    (root / "solution" / "commands.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"solution/solve\.sh: missing, and no "
+                       r"solution/commands\.txt"):
+        OracleAgent().run(env)
 
 
 @pytest.mark.parametrize(("data", "line", "col", "byte"), [

@@ -14,7 +14,8 @@ from termcredit.harness.infra import is_infra_exception
 from termcredit.sandbox import EngineError, ImageBuildError, ShellError
 from termcredit.sandbox.container import SandboxSpec
 from termcredit.sandbox.host_actor import HostActor, pack_dir, pull_image, unpack_env
-from termcredit.sandbox.images import ImageMap, task_image_ref
+from termcredit.sandbox.imagemap import ImageMap
+from termcredit.sandbox.images import task_image_ref
 from termcredit.sandbox.pool import StartTimeout
 from termcredit.sandbox.remote import HostError, RemoteSandbox, check_frame, unwrap
 
@@ -232,7 +233,7 @@ def test_pull_image_tags_what_it_pulls_and_says_when_it_cannot():
 
 
 def test_a_node_pulls_task_images_from_the_registry_and_builds_only_what_is_missing(tmp_path):
-    from termcredit.sandbox.images import base_image_ref
+    from termcredit.sandbox.bases import base_image_ref
 
     env = make_env(tmp_path / "env")
     data = pack_dir(env)

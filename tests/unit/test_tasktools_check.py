@@ -68,3 +68,37 @@ def test_task_model_imports_no_tooling_harness_or_cli():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_task_needs_a_known_good_solution_of_some_kind(tmp_path):
+    """solve.sh (the oracle), solution/commands.txt (the oracle replays it) or a replay file
+    given to `check --solution replay:FILE`: without any, check says how to give one."""
+    from termcredit.tasktools.check import lint, oracle_steps
+
+    task = load_task(make_task(tmp_path / "t", ""))
+    (problem,) = lint(task)
+    assert problem == (f"{task.solution_dir / 'solve.sh'}: missing, and no "
+                       "solution/commands.txt (the oracle runs one of them; or check with "
+                       "--solution replay:FILE, one known-good command per line)")
+    assert lint(task, solution="replay:/x/cmds.txt") == []
+    assert oracle_steps(task.path) is None
+    (task.solution_dir).mkdir()
+    (task.solution_dir / "commands.txt").write_text("cd /app\n\n# a note\necho 4 > a\n")
+    assert lint(task) == [] and oracle_steps(task.path) == 3  # steps: the comment is one too
+
+
+def test_problems_are_printed_as_text(tmp_path):
+    """A problem quotes build output (untrusted): no markup, no terminal control codes."""
+    import io
+
+    from rich.console import Console
+
+    from termcredit.tasktools.check import TaskCheck, render
+
+    out = io.StringIO()
+    check = TaskCheck(path=tmp_path, name="[bold]t", problems=[
+        "image build failed: \x1b]0;owned\x07 [red]x[/red]"])
+    render([check], Console(file=out, width=200, color_system=None))
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "✗ [bold]t: image build failed: \\x1b]0;owned\\x07 [red]x[/red]" in text

@@ -183,16 +183,38 @@ def test_test_time_packages_move_to_the_dockerfile(tmp_path):
     assert data["metadata"]["category"] == "software_engineering"  # the TB1 default
 
 
-def test_solution_yaml_becomes_solve_sh(tmp_path):
+def test_solution_yaml_becomes_a_replay(tmp_path):
+    """TB1 sent each command of solution.yaml to the terminal on its own: they stay a replay,
+    one step per command (solution/commands.txt, which the oracle replays)."""
     src = tmp_path / "yaml-solution"
     (src / "tests").mkdir(parents=True)
     (src / "task.yaml").write_text("instruction: |\n  Make a file.\ndifficulty: easy\n")
     (src / "Dockerfile").write_text("FROM ubuntu:24.04\n")
     (src / "solution.yaml").write_text("- command: mkdir -p /app\n  min_timeout_sec: 1\n"
                                        "- command: touch /app/done\n  block: true\n")
-    import_tb1(src, tmp_path / "out")
+    report = import_tb1(src, tmp_path / "out")
+    sol = tmp_path / "out/solution"
+    assert (sol / "commands.txt").read_text() == "mkdir -p /app\ntouch /app/done\n"
+    assert not (sol / "solve.sh").exists()
+    assert any("solution/commands.txt" in n for n in report.notes)
+    task = load_task(tmp_path / "out")
+    assert task.solution_commands == sol / "commands.txt" and not task.has_solution
+
+
+def test_solution_yaml_with_a_multi_line_command_becomes_solve_sh(tmp_path):
+    """A command of several lines (a heredoc) cannot be one line of a replay."""
+    src = tmp_path / "heredoc"
+    (src / "tests").mkdir(parents=True)
+    (src / "task.yaml").write_text("instruction: x\n")
+    (src / "Dockerfile").write_text("FROM ubuntu:24.04\n")
+    (src / "solution.yaml").write_text("- command: |-\n    cat > /app/a <<EOF\n    hi\n    EOF\n"
+                                       "- command: touch /app/done\n")
+    report = import_tb1(src, tmp_path / "out")
     solve = (tmp_path / "out/solution/solve.sh").read_text().splitlines()
-    assert solve[0] == "#!/bin/bash" and solve[-2:] == ["mkdir -p /app", "touch /app/done"]
+    assert solve[0] == "#!/bin/bash" and solve[-4:] == ["cat > /app/a <<EOF", "hi", "EOF",
+                                                         "touch /app/done"]
+    assert not (tmp_path / "out/solution/commands.txt").exists()
+    assert any("command 1 spans 3 lines" in n for n in report.notes)
 
 
 def test_errors_name_the_file_and_field(tmp_path):

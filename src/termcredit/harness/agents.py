@@ -1,8 +1,8 @@
 """Agents: what decides the commands of an episode.
 
 An agent implements ``run(env)``; ``env.step(command)`` runs one command in the traced shell and
-returns its ``CommandRecord``. Built-ins: ``oracle`` (the task's solution/solve.sh as one step),
-``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step). Packages above
+returns its ``CommandRecord``. Built-ins: ``oracle`` (the task's solution/solve.sh as one step,
+or its solution/commands.txt replayed), ``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step). Packages above
 the harness register kinds of their own with ``register_agent_kind`` (``openai:MODEL``, a model
 behind an OpenAI-compatible endpoint: termcredit.llm). Any other agent is named
 ``module:Class`` or ``path/to/file.py:Class`` and built with no arguments (the trainer's policy
@@ -165,16 +165,24 @@ class NopAgent:
 
 
 class OracleAgent:
-    """Copies solution/ to /solution (the oracle alone may see it) and runs solve.sh."""
+    """Copies solution/ to /solution (the oracle alone may see it) and runs solve.sh; a task
+    with no solve.sh but a ``solution/commands.txt`` has it replayed, one step per line."""
 
     name = "oracle"
 
     def run(self, env: AgentEnv) -> None:
-        if not env.task.has_solution:
-            raise FileNotFoundError(f"{env.task.solution_dir / 'solve.sh'}: missing (oracle)")
+        commands = env.task.solution_commands
+        if not env.task.has_solution and commands is None:
+            raise FileNotFoundError(f"{env.task.solution_dir / 'solve.sh'}: missing, and no "
+                                    "solution/commands.txt (oracle)")
         env.sandbox.put_dir(env.task.solution_dir, "/solution")
         exports = "".join(f"export {k}={_sh_quote(v)}; " for k, v in env.task.solution_env.items())
-        env.step(f"{exports}bash /solution/solve.sh", timeout=env.time_left())
+        if env.task.has_solution:
+            env.step(f"{exports}bash /solution/solve.sh", timeout=env.time_left())
+            return
+        if exports:  # the shell persists: one step sets them for every command after it
+            env.step(exports.rstrip("; "))
+        ReplayAgent(commands).run(env)
 
 
 class ReplayAgent:

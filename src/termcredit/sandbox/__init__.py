@@ -3,7 +3,10 @@ a pool that starts containers ahead of need, and cleanup. Knows nothing of RL.""
 
 from .container import Sandbox, SandboxSpec
 from .engine import EngineError, docker_client
-from .images import ImageBuildError, ImageMap, build_task_image, ensure_base_image
+from .bases import BASES, DEFAULT_BASE, base_image_ref, ensure_base_image
+from .builderrors import ImageBuildError
+from .imagemap import ImageMap
+from .images import build_task_image
 from .owner import gc
 from .pool import SandboxPool
 from .shell import ShellError, TracedShell
@@ -11,4 +14,5 @@ from .shell import ShellError, TracedShell
 __all__ = [
     "Sandbox", "SandboxSpec", "SandboxPool", "TracedShell", "ShellError", "EngineError",
     "ImageBuildError", "ImageMap", "build_task_image", "ensure_base_image", "docker_client", "gc",
+    "BASES", "DEFAULT_BASE", "base_image_ref",
 ]

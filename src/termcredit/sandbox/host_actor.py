@@ -29,8 +29,10 @@ from typing import Any, Callable
 from ..tracer.protocol import strace_argv
 from .container import Sandbox, SandboxSpec
 from .engine import EngineError, docker_client
-from .images import (BASE_REPO, ImageBuildError, ImageMap, base_image_ref, build_task_image,
-                     ensure_base_image, image_exists, task_image_ref)
+from .bases import BASE_REPO, base_image_ref, ensure_base_image, image_exists
+from .builderrors import ImageBuildError
+from .imagemap import ImageMap
+from .images import build_task_image, task_image_ref
 from .owner import gc
 from .pool import SandboxPool, StartTimeout
 from .shell import NSINIT_SOURCE, SESSIONS, SHIM_SOURCE, ShellError

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ..records import CommandRecord
 from .container import SandboxSpec, dir_archive
 from .engine import EngineError
-from .images import ImageBuildError
+from .builderrors import ImageBuildError
 from .pool import StartTimeout
 from .shell import MAX_HEADER, MAX_TRACE, SESSIONS, ShellError, TracedShell, _Frame, _reasons
 

@@ -1,7 +1,8 @@
 """Harbor-format task folders: model and validating loader.
 
 A task is a folder with ``instruction.md``, ``task.toml``, ``environment/Dockerfile`` (+ files),
-``tests/test.sh`` (+ files) and optionally ``solution/solve.sh``. Every error names the file and
+``tests/test.sh`` (+ files) and optionally ``solution/solve.sh`` (the oracle) or, instead,
+``solution/commands.txt`` (a known-good replay: one command per line). Every error names the file and
 the field at fault, so a user can fix a task without reading this code. The loader is strict: an
 unknown section or key (outside the free-form ``[metadata]`` and ``env`` tables) is an error that
 names the nearest valid key, and numbers are range-checked when the task loads.
@@ -67,6 +68,13 @@ class Task:
     @property
     def has_solution(self) -> bool:
         return (self.solution_dir / "solve.sh").is_file()
+
+    @property
+    def solution_commands(self) -> Path | None:
+        """``solution/commands.txt``: the oracle replays it, one step per line, when the
+        task has no ``solve.sh`` (a Terminal-Bench-1 solution.yaml becomes one)."""
+        path = self.solution_dir / "commands.txt"
+        return path if path.is_file() else None
 
 
 # (section, key) -> (Task attribute, accepted types, check)

@@ -1,8 +1,10 @@
 """`termcredit tasks check`: does each task work as a task?
 
 For every task folder: it loads (loader errors are reported per task, the others go on), its
-image builds (instances 0 and 1 for parametrised tasks), the oracle (``solution/solve.sh``)
-scores 1.0, the ``nop`` agent scores 0.0, and the verifier of the oracle's trial inspected at
+image builds (instances 0 and 1 for parametrised tasks; the table says which base image its
+FROM became), the known-good solution scores 1.0 -- the oracle (``solution/solve.sh``, else
+``solution/commands.txt`` replayed), or with ``--solution replay:FILE`` that replay, for a
+task that has no oracle -- the ``nop`` agent scores 0.0, and the verifier of the oracle's trial inspected at
 least one file the agent could have changed (the cleaned ``verifier.resources`` DepGPO walks
 back from; empty means the tests check nothing the trace can see). A few static checks ride
 along: a parametrised task must use ``TC_INSTANCE`` in its Dockerfile, and its oracle must not
@@ -36,7 +38,9 @@ import tomli_w
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from ..show import shown
 from ..tasks.audit import propose_may_modify
 from ..tasks.model import Task, TaskError, load_task
 from ..trialdir import TrialPaths, load_trajectory
@@ -53,6 +57,7 @@ class TaskCheck:
     task: Task | None = None
     problems: list[str] = field(default_factory=list)
     build: str = "-"  # "built", "cached", "failed" or "-" (not attempted)
+    bases: list[str] = field(default_factory=list)  # the termcredit bases its FROMs became
     build_s: float = 0.0
     oracle: dict[int, float] = field(default_factory=dict)  # instance -> reward
     nop: dict[int, float] = field(default_factory=dict)
@@ -102,23 +107,27 @@ def discover(paths: Iterable[str | Path]) -> list[tuple[Path, Task | TaskError]]
     return found
 
 
-def lint(task: Task) -> list[str]:
-    """Static problems, found without Docker."""
+def lint(task: Task, solution: str | None = None) -> list[str]:
+    """Static problems, found without Docker. ``solution``: ``replay:FILE`` when the check
+    replays FILE instead of the oracle."""
     problems = []
     dockerfile = task.environment_dir / "Dockerfile"
     docker_text = dockerfile.read_text(errors="replace") if dockerfile.is_file() else ""
     solve = task.solution_dir / "solve.sh"
-    if not task.has_solution:
-        problems.append(f"{solve}: missing (the oracle runs it)")
+    oracle = solve if task.has_solution else task.solution_commands
+    if oracle is None and solution is None:
+        problems.append(f"{solve}: missing, and no solution/commands.txt (the oracle runs one "
+                        "of them; or check with --solution replay:FILE, one known-good command "
+                        "per line)")
     if task.parametrized:
         if "TC_INSTANCE" not in docker_text:
             problems.append(f"{dockerfile}: [metadata] parametrized = true, but the Dockerfile "
                             "never uses TC_INSTANCE (declare ARG TC_INSTANCE=0 and seed the "
                             "data with it)")
-        code = [ln for ln in (solve.read_text(errors="replace").splitlines()
-                              if task.has_solution else []) if not ln.lstrip().startswith("#")]
+        code = [ln for ln in (oracle.read_text(errors="replace").splitlines()
+                              if oracle is not None else []) if not ln.lstrip().startswith("#")]
         if any("TC_INSTANCE" in ln for ln in code):
-            problems.append(f"{solve}: reads TC_INSTANCE; the oracle must compute the answer "
+            problems.append(f"{oracle}: reads TC_INSTANCE; the oracle must compute the answer "
                             "from the data (the agent never gets the seed)")
     elif "TC_INSTANCE" in docker_text:
         problems.append(f"{dockerfile}: uses TC_INSTANCE, but task.toml lacks "
@@ -127,12 +136,28 @@ def lint(task: Task) -> list[str]:
 
 
 def oracle_steps(task_dir: Path) -> int | None:
-    """Non-empty, non-comment lines of solution/solve.sh (None when there is none)."""
+    """Non-empty, non-comment lines of solution/solve.sh, else the steps of the replay
+    solution/commands.txt (its non-empty lines); None when there is neither."""
     solve = Path(task_dir) / "solution" / "solve.sh"
-    if not solve.is_file():
-        return None
-    lines = solve.read_text(errors="replace").splitlines()
-    return sum(1 for ln in lines if ln.strip() and not ln.strip().startswith("#"))
+    commands = Path(task_dir) / "solution" / "commands.txt"
+    if solve.is_file():
+        lines = solve.read_text(errors="replace").splitlines()
+        return sum(1 for ln in lines if ln.strip() and not ln.strip().startswith("#"))
+    if commands.is_file():
+        return sum(1 for ln in commands.read_text(errors="replace").splitlines() if ln.strip())
+    return None
+
+
+def solution_agent(solution: str | None) -> str:
+    """The agent that plays the known-good solution: ``oracle`` or ``replay:FILE``."""
+    if solution in (None, "oracle"):
+        return "oracle"
+    if solution.startswith("replay:") and solution[7:]:
+        from ..harness.agents import make_agent_factory
+
+        make_agent_factory(solution)  # a missing or non-UTF-8 file fails now, named
+        return solution
+    raise ValueError(f"--solution {solution!r}: use oracle (the default) or replay:FILE")
 
 
 def _build_all(client: Any, checks: list[TaskCheck], base: str, image_map: Any,
@@ -160,6 +185,27 @@ def _build_all(client: Any, checks: list[TaskCheck], base: str, image_map: Any,
                 check.problems.append(f"image build failed: {error}")
             elif check.build != "failed":
                 check.build = "built" if built or check.build == "built" else "cached"
+
+
+def _ensure_bases(client: Any, checks: list[TaskCheck], base: str, image_map: Any,
+                  log: Any) -> None:
+    """Which base each task's FROM lines become (the table's base column), and those bases
+    built before the task images, so a first-use build shows in the log, not inside one
+    task's build time."""
+    from ..sandbox import ImageBuildError, ensure_base_image
+    from ..sandbox.images import map_dockerfile
+
+    for check in checks:
+        try:
+            _, froms = map_dockerfile(check.task.environment_dir, image_map, base)
+        except OSError:
+            continue  # the build reports the missing Dockerfile
+        check.bases = list(dict.fromkeys(f.base for f in froms if f.base))
+    for name in dict.fromkeys(b for c in checks for b in c.bases):
+        try:
+            ensure_base_image(client, name=name, log=log)
+        except ImageBuildError as exc:  # each task on it reports the failure as its build's
+            log(f"base {name}: {exc}")
 
 
 def may_modify_proposal(task: Task | None, hits: Iterable[dict[str, str]]) -> str:
@@ -197,11 +243,15 @@ def _trial_outcome(trial: dict[str, Any],
 
 def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path | None = None,
                 image_map: str | None = None, force_build: bool = False,
-                console: Console | None = None, verbose: bool = False) -> list[TaskCheck]:
-    """Check every task under ``paths``; returns one :class:`TaskCheck` per task folder."""
+                console: Console | None = None, verbose: bool = False,
+                solution: str | None = None) -> list[TaskCheck]:
+    """Check every task under ``paths``; returns one :class:`TaskCheck` per task folder.
+    ``solution``: ``replay:FILE`` replays FILE in every task instead of its oracle."""
     from ..harness.run import RunConfig, run
     from ..sandbox import ImageMap, docker_client, ensure_base_image
 
+    solver = solution_agent(solution)
+    label = "oracle" if solver == "oracle" else "replay"  # run folders: oracle-0, replay-0
     console = console or Console(stderr=True, soft_wrap=True)
     out = Path(out) if out else Path("runs") / f"check-{datetime.now():%Y%m%d-%H%M%S}"
     checks: list[TaskCheck] = []
@@ -210,7 +260,8 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
         if isinstance(loaded, TaskError):
             checks.append(TaskCheck(path=folder, name=folder.name, problems=[str(loaded)]))
             continue
-        check = TaskCheck(path=folder, name=loaded.name, task=loaded, problems=lint(loaded))
+        check = TaskCheck(path=folder, name=loaded.name, task=loaded,
+                          problems=lint(loaded, None if solver == "oracle" else solver))
         if loaded.name in names:  # run folders and image tags are keyed by name
             check.problems.append(f"duplicate task name {loaded.name!r} (also {names[loaded.name]})")
             check.task = None
@@ -220,8 +271,10 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
     runnable = [c for c in checks if c.task is not None]
     if runnable:
         client = docker_client()
-        base = ensure_base_image(client, log=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+        log = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
+        base = ensure_base_image(client, log=log)
         imap = ImageMap.load(image_map)
+        _ensure_bases(client, runnable, base, imap, log)
         t0 = time.monotonic()
         n_images = sum(len(c.instances) for c in runnable)
         console.print(f"[bold]building[/] {n_images} image(s) of {len(runnable)} task(s), "
@@ -232,14 +285,16 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
         quiet = Console(file=io.StringIO(), soft_wrap=True)
         by_name = {c.name: c for c in runnable}
         for instance in sorted({i for c in runnable for i in c.instances}):
-            for agent in ("oracle", "nop"):
+            for agent in (solver, "nop"):
                 todo = [c for c in runnable if instance in c.instances and c.build != "failed"
-                        and (agent == "nop" or c.task.has_solution)]
+                        and (agent != "oracle" or c.task.has_solution
+                             or c.task.solution_commands is not None)]
                 if not todo:
                     continue
                 t0 = time.monotonic()
+                folder = out / f"{label if agent == solver else agent}-{instance}"
                 cfg = RunConfig(tasks=[c.task for c in todo], agent=agent,
-                                concurrency=concurrency, out=out / f"{agent}-{instance}",
+                                concurrency=concurrency, out=folder,
                                 image_map=image_map, instance=instance)
                 summary = run(cfg, console if verbose else quiet)
                 for trial in summary["trials"]:
@@ -247,7 +302,7 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                     check.trial_s += float(trial.get("duration_s") or 0.0)
                     reward, error, resources, suspect = _trial_outcome(trial)
                     where = f"{agent} (instance {instance}, {trial['trial_dir']})"
-                    if agent == "oracle":
+                    if agent == solver:
                         check.oracle[instance] = reward
                         check.resources[instance] = len(resources or [])
                         if reward != 1.0:
@@ -264,7 +319,7 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                             files = ", ".join(f"{h['path']} ({h['reason']})" for h in suspect)
                             check.problems.append(
                                 f"{where}: the reward is suspect: the verifier ran or loaded "
-                                f"toolchain files the oracle made: {files}. If changing them "
+                                f"toolchain files the {label} made: {files}. If changing them "
                                 "is the task's work, declare it in the [verifier] table of "
                                 f"{check.path / 'task.toml'}:\n    "
                                 + may_modify_proposal(check.task, suspect))
@@ -277,7 +332,7 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                             check.problems.append(f"{where}: {error}")
                 console.print("[dim]" + escape(
                     f"{agent} on instance {instance}: {len(todo)} task(s) in "
-                    f"{time.monotonic() - t0:.1f}s → {out / f'{agent}-{instance}'}") + "[/]")
+                    f"{time.monotonic() - t0:.1f}s → {folder}") + "[/]")
     return checks
 
 
@@ -295,22 +350,29 @@ def _rewards(values: dict[int, float], want: float, instances: tuple[int, ...]) 
 
 
 def render(checks: list[TaskCheck], console: Console, *, title: str = "termcredit tasks check",
-           elapsed: float | None = None) -> None:
+           elapsed: float | None = None, solution: str = "oracle") -> None:
+    """The table; ``solution``: the known-good column's header (oracle, or replay)."""
+    from ..sandbox import BASES
+
     table = Table(title=title)
-    for col in ("task", "build", "oracle", "nop", "resources", "time"):
-        table.add_column(col, justify="right" if col in ("resources", "time") else "left")
+    for col in ("task", "base", "build", solution, "nop", "resources", "time"):
+        table.add_column(col, justify="right" if col in ("resources", "time") else "left",
+                         no_wrap=col == "base")
     for c in checks:
         build = {"failed": "[red]failed[/]", "built": "[green]built[/]",
                  "cached": "[green]cached[/]"}.get(c.build, "-")
         res = " ".join(str(c.resources[i]) if i in c.resources else "-" for i in c.instances)
         name = f"[green]{escape(c.name)}[/]" if c.ok else f"[red]{escape(c.name)}[/]"
-        table.add_row(name, build, _rewards(c.oracle, 1.0, c.instances),
+        bases = " + ".join(f"{b} ({BASES[b].python})" for b in c.bases) or "-"
+        table.add_row(name, bases, build, _rewards(c.oracle, 1.0, c.instances),
                       _rewards(c.nop, 0.0, c.instances), res if c.resources else "-",
                       f"{c.seconds:.1f}s")
     console.print(table)
     for c in checks:
-        for problem in c.problems:
-            console.print(f"[red]✗ {escape(c.name)}:[/] {escape(problem)}", soft_wrap=True)
+        for problem in c.problems:  # problems quote build output: text, control codes shown
+            console.print(Text("✗ ", style="red") + shown(c.name, "red") + Text(": ", style="red")
+                          + shown(problem),
+                          soft_wrap=True)
     n_ok = sum(c.ok for c in checks)
     tail = f" in {elapsed:.0f}s" if elapsed is not None else ""
     color = "green" if n_ok == len(checks) else "red"

@@ -58,8 +58,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     checks = check_tasks(args.paths or ["tasks"], concurrency=args.concurrency,
                          out=Path(args.out) if args.out else None, image_map=args.image_map,
-                         force_build=args.force_build, console=console, verbose=args.verbose)
-    render(checks, _out(), elapsed=time.monotonic() - t0)
+                         force_build=args.force_build, console=console, verbose=args.verbose,
+                         solution=args.solution)
+    render(checks, _out(), elapsed=time.monotonic() - t0,
+           solution="oracle" if args.solution in (None, "oracle") else "replay")
     return 0 if checks and all(c.ok for c in checks) else 1
 
 
@@ -88,7 +90,8 @@ def add_subverbs(p: argparse.ArgumentParser) -> None:
 
     ls = sub.add_parser("list", help="table of tasks: name, category, difficulty, ...",
                         description="List task folders with their metadata and the number of "
-                        "oracle steps (non-empty, non-comment lines of solution/solve.sh).")
+                        "oracle steps (non-empty, non-comment lines of solution/solve.sh, or "
+                        "the lines of solution/commands.txt).")
     ls.add_argument("paths", nargs="*", metavar="PATH",
                     help="task folder or folder of tasks (default tasks/)")
     ls.set_defaults(func=_cmd_list)
@@ -96,7 +99,9 @@ def add_subverbs(p: argparse.ArgumentParser) -> None:
     ck = sub.add_parser("check", help="build each task, oracle must score 1 (not suspect: the "
                         "agent_may_modify it needs is printed) and nop 0",
                         description="For each task: load it, build its image (instances 0 and 1 "
-                        "for parametrised tasks), run the oracle (reward must be 1) and the nop "
+                        "for parametrised tasks; the table names the base image its FROM "
+                        "became), run the oracle (solution/solve.sh, else solution/commands.txt "
+                        "replayed; or --solution replay:FILE) (reward must be 1) and the nop "
                         "agent (reward must be 0), and require the verifier to inspect at least "
                         "one file. Exits 1 on any failure.")
     ck.add_argument("paths", nargs="*", metavar="PATH",
@@ -105,6 +110,10 @@ def add_subverbs(p: argparse.ArgumentParser) -> None:
                     help="image builds and trials at once (default 2)")
     ck.add_argument("--out", help="where the check's runs go (default runs/check-<stamp>)")
     ck.add_argument("--image-map", help="TOML file with an [image_map] table for FROM lines")
+    ck.add_argument("--solution", metavar="oracle|replay:FILE",
+                    help="the known-good solution that must score 1: oracle (default: "
+                    "solution/solve.sh, else solution/commands.txt replayed) or replay:FILE "
+                    "(one command per line, one step each; for tasks without an oracle)")
     ck.add_argument("--force-build", action="store_true", help="rebuild task images")
     ck.add_argument("--verbose", "-v", action="store_true", help="show every trial as it ends")
     ck.set_defaults(func=_cmd_check)

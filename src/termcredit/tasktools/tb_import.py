@@ -11,7 +11,9 @@ What changes on the way (an offline conversion):
   canary comment is kept);
 * the Dockerfile and every other build file -> ``environment/``; ``FROM`` stays as written
   (the image map builds t-bench images on the termcredit base);
-* ``solution.sh`` -> ``solution/solve.sh`` (``solution.yaml``'s commands become its lines);
+* ``solution.sh`` -> ``solution/solve.sh``; ``solution.yaml``'s commands -> the replay
+  ``solution/commands.txt`` (one step per command, as TB1 sent them), or ``solve.sh`` lines
+  when a command spans several lines;
 * ``tests/`` is copied, and ``run-tests.sh`` becomes ``tests/test.sh`` without its test-time
   downloads (``tb_run_tests``); the test-time packages it installed move to a build-time
   ``RUN`` line in the Dockerfile (no network when tests run).
@@ -66,17 +68,30 @@ def _number(data: dict[str, Any], key: str, default: float, file: Path) -> float
     return float(value)
 
 
-def _solution_from_yaml(text: str, file: Path) -> str:
+def _solution_from_yaml(text: str, file: Path) -> tuple[str, str, list[str]]:
+    """(file name under solution/, its text, notes) for a TB1 ``solution.yaml``: TB1 sent
+    each command to the terminal on its own, so they stay a replay (``commands.txt``, one
+    step per line); a command of several lines (a heredoc) makes them a ``solve.sh``."""
     data = load_yaml(file, text)
     if not isinstance(data, list):
         raise TaskError(file, "must be a list of {command: ...} entries")
-    lines = ["#!/bin/bash", "# From Terminal-Bench 1 solution.yaml: one line per command."]
+    commands = []
     for k, entry in enumerate(data):
         cmd = entry.get("command") if isinstance(entry, dict) else entry
         if not isinstance(cmd, str):
             raise TaskError(file, "each entry needs a 'command' string", f"[{k}].command")
-        lines.append(cmd.rstrip("\n"))
-    return "\n".join(lines) + "\n"
+        commands.append(cmd.rstrip("\n"))
+    long = [(k, c) for k, c in enumerate(commands) if "\n" in c or "\r" in c]
+    if not long:
+        return "commands.txt", "".join(c + "\n" for c in commands), [
+            f"{file.name}: its {len(commands)} command(s) became solution/commands.txt, which "
+            "the oracle replays one step per line"]
+    k, cmd = long[0]
+    lines = ["#!/bin/bash", "# From Terminal-Bench 1 solution.yaml: one line per command."]
+    return "solve.sh", "\n".join(lines + commands) + "\n", [
+        f"{file.name}: command {k + 1} spans {len(cmd.splitlines())} lines, which a replay "
+        "(one command per line) cannot hold: the commands became the lines of "
+        "solution/solve.sh (the oracle runs it as one step)"]
 
 
 def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = False,
@@ -166,9 +181,13 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
                   None)
         if sy is not None:
             sol.mkdir()
-            (sol / "solve.sh").write_text(_solution_from_yaml(sy.read_text(), sy))
+            name, text, notes = _solution_from_yaml(sy.read_text(), sy)
+            (sol / name).write_text(text)
+            report.notes += notes
         else:
-            report.notes.append("no solution.sh or solution.yaml: the oracle cannot run")
+            report.notes.append("no solution.sh or solution.yaml: the oracle cannot run; check "
+                                "the task with `termcredit tasks check --solution replay:FILE` "
+                                "(one known-good command per line)")
     if (sol / "solve.sh").is_file():
         (sol / "solve.sh").chmod(0o755)
 

@@ -30,6 +30,9 @@ from .events import Event, Kind, is_marker_path
 DEFAULT_ENV_PREFIXES: tuple[str, ...] = (
     "/proc", "/sys", "/dev", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin",
     "/etc/ld.so*", "/etc/locale.alias", "/etc/localtime", "/etc/nsswitch.conf",
+    # what interpreters read as they start: readline (pytest, python3 -i), OpenSSL's config
+    # (any TLS context); task data only in the rare task about them
+    "/etc/inputrc", "/etc/terminfo", "/etc/ssl/openssl.cnf*",
 )  # fmt: skip
 DEFAULT_ENV_GLOBS: tuple[str, ...] = ("*/__pycache__", "*/__pycache__/*", "*.pyc")
 
