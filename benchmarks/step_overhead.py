@@ -9,8 +9,10 @@ reset_ms:         median time the rollout loop waits in SandboxPool.acquire with
 seen), the rest of the host's wall time (transport, framing, the host's checks), and the marker
 protocol run by bash alone in the same container, 200 steps of the very line the shim writes
 (markers, the command, the shell-state report) untraced, untraced but read from a pipe as the
-shim feeds it (bash reads a pipe a byte at a time), under the product's strace flags and under
-``strace -c`` (stops per step), pinned to one CPU as the shim pins its strace.
+shim feeds it (bash reads a pipe a byte at a time), under the product's strace flags, the same
+inside a PID namespace of its own as the agent's shell runs (strace then translates each new
+process's pid), that without ``--pidns-translation``, and under ``strace -c`` (traced calls
+per step); strace pinned to one CPU as the shim pins it.
 
 Usage: .venv/bin/python benchmarks/step_overhead.py [--n 200] [--profile]
 Goal: step overhead <= 3 ms, reset <= 50 ms.
@@ -41,29 +43,36 @@ def protocol_script() -> str:
 
 
 def profile_protocol(sb: Sandbox) -> dict[str, float]:
-    """ms per step of the marker protocol in bash: untraced, product flags, and stops/step."""
+    """ms per step of the marker protocol in bash, each way of running it (see the module's
+    note), and the traced calls per step."""
     script = f"cat > /tmp/steps.sh <<'__TC_EOF__'\n{protocol_script()}__TC_EOF__\n"
     assert sb.container.exec_run(["bash", "-c", script]).exit_code == 0
-    trace = ["taskset", "-c", "0", "strace", *STRACE_FLAGS, "-e",
-             f"trace={traced_syscalls('agent')}", "-o", "/dev/null"]
-    count = ["taskset", "-c", "0", "strace", "-f", "-q", "-c", "--seccomp-bpf", "-e",
-             f"trace={traced_syscalls('agent')}", "-o", "/tmp/c.txt"]
-    out: dict[str, list[float]] = {"untraced": [], "traced": [], "piped": []}
+    flags = [*STRACE_FLAGS, "-e", f"trace={traced_syscalls('agent')}", "-o", "/dev/null"]
+    strace = ["taskset", "-c", "0", "strace"]
+    pidns = ["unshare", "-p", "-f", "--mount-proc"]  # the agent's own PID namespace, as nsinit
+    bash = ["bash", "/tmp/steps.sh"]
+    ways = {
+        "untraced": bash,
+        "piped": ["bash", "-c", "cat /tmp/steps.sh | bash"],  # bash reads a pipe byte by byte
+        "traced": [*strace, *flags, *bash],
+        "traced_pidns": [*strace, *flags, *pidns, *bash],  # + pid translation per new process
+        "traced_pidns_raw": [*strace, *(f for f in flags if f != "--pidns-translation"),
+                             *pidns, *bash],
+    }
+    out: dict[str, list[float]] = {k: [] for k in ways}
     for _ in range(3):
-        for key, argv in (("untraced", ["bash", "/tmp/steps.sh"]),
-                          ("traced", [*trace, "bash", "/tmp/steps.sh"]),
-                          # as the shim feeds it: bash reads a pipe a byte at a time
-                          ("piped", ["bash", "-c", "cat /tmp/steps.sh | bash"])):
+        for key, argv in ways.items():
             res = sb.container.exec_run(argv)
             start, end = res.output.decode().split()[-2:]
             out[key].append((float(end) - float(start)) * 1000 / PROTOCOL_STEPS)
-    sb.container.exec_run([*count, "bash", "/tmp/steps.sh"])
+    count = [*strace, "-f", "-q", "-c", "--seccomp-bpf", "-e",
+             f"trace={traced_syscalls('agent')}", "-o", "/tmp/c.txt"]
+    sb.container.exec_run([*count, *bash])
     table = sb.container.exec_run(["cat", "/tmp/c.txt"]).output.decode().split()
     calls = int(table[table.index("total") - 2]) if "total" in table else 0
-    return {"bash_untraced_ms": statistics.median(out["untraced"]),
-            "bash_traced_ms": statistics.median(out["traced"]),
-            "bash_piped_ms": statistics.median(out["piped"]),
-            "stops_per_step": calls / PROTOCOL_STEPS}
+    prof = {f"bash_{k}_ms": statistics.median(v) for k, v in out.items()}
+    prof["stops_per_step"] = calls / PROTOCOL_STEPS
+    return prof
 
 
 def main() -> None:
@@ -130,10 +139,12 @@ def main() -> None:
         shim = statistics.median(in_shim)
         print(f"  in the shim (script written -> end marker seen): {shim:.2f} ms; "
               f"host and transport: {statistics.median(traced) - shim:.2f} ms")
-        print(f"  the protocol in bash alone, per step: untraced {prof['bash_untraced_ms']:.2f} ms,"
-              f" traced {prof['bash_traced_ms']:.2f} ms ({prof['stops_per_step']:.1f} "
-              f"traced calls); untraced from a pipe {prof['bash_piped_ms']:.2f} ms; the shim's "
-              f"own part is about {shim - prof['bash_traced_ms']:.2f} ms")
+        print(f"  the protocol in bash alone, per step: untraced {prof['bash_untraced_ms']:.2f} ms"
+              f" (from a pipe {prof['bash_piped_ms']:.2f}); traced {prof['bash_traced_ms']:.2f} ms"
+              f" ({prof['stops_per_step']:.1f} traced calls); traced in a PID namespace "
+              f"{prof['bash_traced_pidns_ms']:.2f} ms (without --pidns-translation "
+              f"{prof['bash_traced_pidns_raw_ms']:.2f}); the shim's own part is about "
+              f"{shim - prof['bash_traced_pidns_ms']:.2f} ms")
     print(f"RESULT step_overhead_ms={step_ms:.2f} docker_exec_ms={exec_ms:.2f} "
           f"reset_ms={reset_ms:.2f}")
 
