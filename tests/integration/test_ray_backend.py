@@ -98,6 +98,24 @@ def test_run_on_ray_gives_the_local_rewards_and_trajectories(ray_address, client
     assert replayed["verifier"]["reward"] == 1.0
 
 
+def same_up_to_a_race(steps_a: list[dict], steps_b: list[dict]) -> int | None:
+    """Equal steps (action, exit code, observation) up to the first whose observations differ
+    only in line order, its index (None: all equal). The random policy writes pipelines of
+    failing commands, whose stderr lines come in the order the processes ran (seen in CI:
+    `/upmple | /localifcd`): the environment's race, not the backend's; the policies' texts
+    part from there on."""
+    for i, (sa, sb) in enumerate(zip(steps_a, steps_b)):
+        oa, ob = sa.get("observation", ""), sb.get("observation", "")
+        assert sa["action"] == sb["action"], i
+        assert (sa["command"] and sa["command"]["exit_code"]) == \
+            (sb["command"] and sb["command"]["exit_code"]), i
+        if oa != ob:
+            assert sorted(oa.splitlines()) == sorted(ob.splitlines()), i
+            return i
+    assert len(steps_a) == len(steps_b)
+    return None
+
+
 def test_train_on_ray_matches_the_local_run_on_the_same_seed(ray_address, client, tmp_path):
     """The tiny policy samples with a fixed seed, so with the same observations it makes the
     same tokens: equal token ids in every trajectory mean equal commands, equal observations
@@ -113,20 +131,28 @@ def test_train_on_ray_matches_the_local_run_on_the_same_seed(ray_address, client
             "steps_per_episode", "invalid_actions", "infra_episodes", "masked_episodes")
     rows = {b: [json.loads(ln) for ln in (tmp_path / b / "metrics.jsonl").read_text().splitlines()]
             for b in ("local", "ray")}
-    assert [[r[k] for k in keys] for r in rows["ray"]] == [[r[k] for k in keys]
-                                                           for r in rows["local"]]
     assert [r["step"] for r in rows["ray"]] == [0, 1] and rows["ray"][0]["infra_episodes"] == 0
-    assert [r["loss"] for r in rows["ray"]] == pytest.approx([r["loss"] for r in rows["local"]])
     trajs = {b: sorted((tmp_path / b / "rollouts").rglob("trajectory.json")) for b in rows}
     assert len(trajs["ray"]) == len(trajs["local"]) == 4  # 2 steps x 2 episodes
-    for a, b in zip(trajs["local"], trajs["ray"]):
+    # an update with an episode the environment raced in (see above) trains on other texts:
+    # it and the updates after it are not compared
+    raced = 2
+    for a, b in zip(trajs["local"], trajs["ray"]):  # in update order
         ta, tb = json.loads(a.read_text()), json.loads(b.read_text())
         assert a.relative_to(tmp_path / "local") == b.relative_to(tmp_path / "ray")
-        assert ta["tokens"]["token_ids"] == tb["tokens"]["token_ids"]
+        update = int(a.relative_to(tmp_path / "local").parts[1].split("-")[1])
+        if update > raced:
+            continue
+        if same_up_to_a_race(ta["steps"], tb["steps"]) is not None:
+            raced = update
+            continue
+        assert ta["tokens"]["token_ids"] == tb["tokens"]["token_ids"]  # same texts: same tokens
         assert ta["tokens"]["loss_mask"] == tb["tokens"]["loss_mask"]
-        assert [(s["action"], s["command"] and s["command"]["exit_code"]) for s in ta["steps"]] \
-            == [(s["action"], s["command"] and s["command"]["exit_code"]) for s in tb["steps"]]
         assert ta["verifier"]["reward"] == tb["verifier"]["reward"]
+    assert raced > 0, "the first update raced: nothing left to compare"
+    for i in range(raced):
+        assert [rows["ray"][i][k] for k in keys] == [rows["local"][i][k] for k in keys]
+        assert rows["ray"][i]["loss"] == pytest.approx(rows["local"][i]["loss"])
     assert not any(label.startswith("train-ray-") for label in run_labels(client))
 
 
