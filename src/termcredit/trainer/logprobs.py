@@ -42,17 +42,21 @@ class _SampledLogProbs(torch.autograd.Function):
         tgt = targets.reshape(-1, 1)
         g = grad_out.reshape(-1, 1).float()
         grad = torch.empty_like(flat)
+        in_place = flat.dtype == torch.float32  # else computed in float32, then cast
         for lo in range(0, flat.shape[0], chunk):
             z = flat[lo:lo + chunk].float()
             if t != 1.0:
                 z = z / t
-            p = torch.exp(z - lse[lo:lo + chunk, None])  # softmax of the chunk
+            # softmax of the chunk, straight into the gradient where the dtypes agree
+            p = grad[lo:lo + chunk] if in_place else torch.empty_like(z)
+            torch.sub(z, lse[lo:lo + chunk, None], out=p).exp_()
             gc = g[lo:lo + chunk]
             p.mul_(-gc)
             p.scatter_add_(1, tgt[lo:lo + chunk], gc)
             if t != 1.0:
                 p.div_(t)
-            grad[lo:lo + chunk] = p
+            if not in_place:
+                grad[lo:lo + chunk] = p
         return grad.view_as(logits), None, None, None
 
 
