@@ -10,8 +10,9 @@ is left (``deps_for``).
 The facts of a step can still change after it was fed: the end-of-episode pass gives a
 background job's late writes to the command that started it and drops reads of paths that did
 not exist. Each fed step keeps a fingerprint of everything the builder read; ``deps_for``
-compares it with the finished facts and builds anew from the first step that changed, so the
-result is always ``dependencies`` of the final facts.
+compares them with the finished facts and, where any step changed, builds the dependencies
+anew from all the facts (a DepBuilder cannot take a step back), so the result is always
+``dependencies`` of the final facts.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from dataclasses import fields
 from typing import Any
 
 from ..harness.hooks import register_step_hook
-from ..records import Step, Trajectory
+from ..records import Trajectory
 from ..tracer import AccessSets
 from ..trialdir import TrialPaths
 from .deps import DepBuilder, Dependencies, dependencies
 from .facts import CommandFacts, EpisodeFacts
-from .load import command_facts
+from .load import command_facts, recorded_cwd
 from .stdout_reuse import ReuseConfig
 
 KEY = "depgpo.dependencies"
@@ -63,7 +64,7 @@ class LiveDependencies:
         """Feed the steps recorded since the last call (cwd from the step's trace record)."""
         paths = TrialPaths(traj.trial_dir) if traj.trial_dir else None
         for step in traj.steps[len(self.prints):]:
-            cmd = command_facts(step, 1, paths, _cwd(step))
+            cmd = command_facts(step, 1, paths, recorded_cwd(step.command))
             self.prints.append(fingerprint(cmd))
             self.builder.add(cmd)
 
@@ -80,11 +81,6 @@ class LiveDependencies:
             return self.builder.result(facts.resources, facts.listed)
         self.rebuilt = True
         return dependencies(facts, diff_rewrites=diff_rewrites, reuse=reuse)
-
-
-def _cwd(step: Step) -> tuple[str | None, str | None, set[str]] | None:
-    tc = step.command.trace_cwd if step.command is not None else None
-    return (tc.before, tc.after, set(tc.used)) if tc is not None else None
 
 
 def deps_for(traj: Trajectory, facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 
-from ..records import FileState, Step, Trajectory, step_token_counts
+from ..records import CommandRecord, FileState, Step, Trajectory, step_token_counts
 from ..tracer import parse_session
 from ..trialdir import TrialError, TrialPaths, load_trajectory
 from .facts import CommandFacts, EpisodeFacts
 
-__all__ = ["TrialError", "command_facts", "facts_from_trajectory", "load_trajectory"]
+__all__ = ["TrialError", "command_facts", "facts_from_trajectory", "load_trajectory",
+           "recorded_cwd"]
 
 
 def _load_text(paths: TrialPaths | None, states: list[FileState]) -> None:
@@ -28,15 +29,24 @@ def _load_text(paths: TrialPaths | None, states: list[FileState]) -> None:
                 f.content = path.read_text()
 
 
+Cwds = tuple[str | None, str | None, set[str]]  # shell cwd before, after, cwds it resolved in
+
+
+def recorded_cwd(rec: CommandRecord | None) -> Cwds | None:
+    """The cwds the harness recorded with a step's accesses (None: not recorded)."""
+    tc = rec.trace_cwd if rec is not None else None
+    return (tc.before, tc.after, set(tc.used)) if tc is not None else None
+
+
 def _cwd_facts(traj: Trajectory) -> dict[int, tuple[str | None, str | None, set[str]]]:
     """SEQ -> (shell cwd before, after, cwds relative paths were resolved in): what the
     harness recorded with the accesses (``CommandRecord.trace_cwd``); for a trajectory without
     it (written before it was recorded, or built by hand), from the agent session's trace (the
     trial directory's, else the steps' in-memory segments)."""
     recs = [s.command for s in traj.steps if s.command is not None]
-    if recs and all(r.trace_cwd is not None for r in recs):
-        return {r.seq: (r.trace_cwd.before, r.trace_cwd.after, set(r.trace_cwd.used))
-                for r in recs if r.trace_cwd is not None}
+    cwds = {r.seq: recorded_cwd(r) for r in recs}
+    if recs and all(c is not None for c in cwds.values()):
+        return cwds  # type: ignore[return-value]
     text = ""
     if traj.trial_dir and TrialPaths(traj.trial_dir).trace_dir.is_dir():
         try:
@@ -63,7 +73,7 @@ def _verifier_listed(paths: TrialPaths | None) -> list[str]:
 
 
 def command_facts(step: Step, n_tokens: int, paths: TrialPaths | None,
-                  cwd: tuple[str | None, str | None, set[str]] | None) -> CommandFacts:
+                  cwd: Cwds | None) -> CommandFacts:
     """One step's facts (``cwd``: before, after, used; None: unknown)."""
     rec = step.command
     if rec is None or rec.accesses is None:

@@ -2,9 +2,10 @@
 
 An agent implements ``run(env)``; ``env.step(command)`` runs one command in the traced shell and
 returns its ``CommandRecord``. Built-ins: ``oracle`` (the task's solution/solve.sh as one step,
-or its solution/commands.txt replayed), ``nop`` (nothing), ``replay:FILE`` (each non-empty line of FILE is one step). Packages above
-the harness register kinds of their own with ``register_agent_kind`` (``openai:MODEL``, a model
-behind an OpenAI-compatible endpoint: termcredit.llm). Any other agent is named
+or its solution/commands.txt replayed), ``nop`` (nothing), ``replay:FILE`` (each non-empty
+line of FILE is one step). Packages above the harness register kinds of their own with
+``register_agent_kind`` (``openai:MODEL``, a model behind an OpenAI-compatible endpoint:
+termcredit.llm). Any other agent is named
 ``module:Class`` or ``path/to/file.py:Class`` and built with no arguments (the trainer's policy
 agent plugs in the same way). An agent that stops for a reason of its own sets ``termination``
 (e.g. ``"max_turns"``); otherwise a returning agent's episode ends as ``done``.

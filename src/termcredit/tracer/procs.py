@@ -9,7 +9,7 @@ lines appear in a later segment."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from . import fast
@@ -88,7 +88,7 @@ class Tracker(SegmentRules):
 
     def __init__(
         self,
-        records: list[Record] = (),  # type: ignore[assignment]
+        records: Sequence[Record] = (),
         nonce: str | None = None,
         tokens: dict[int, str] | None = None,
     ) -> None:
@@ -106,7 +106,7 @@ class Tracker(SegmentRules):
         if records:
             self.add(records)
 
-    def add(self, records: list[Record]) -> None:
+    def add(self, records: Sequence[Record]) -> None:
         start = len(self.records)
         self.records.extend(records)
         for i in range(start, len(self.records)):

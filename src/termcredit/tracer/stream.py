@@ -36,6 +36,7 @@ class TraceStream:
         self._line = 0  # number of the next line
         self._partial = ""  # a chunk's unterminated last line, until its end arrives
         self._done_events = 0  # tracker events already sorted into _by_seq
+        self._done_markers = 0  # tracker markers whose SEQ has its _by_seq entry
         self._by_seq: dict[int, list[Event]] = {}
         self._unattributed: list[Event] = []
         self._summaries: dict[int, tuple[int, AccessSummary]] = {}  # SEQ -> (n events, summary)
@@ -54,8 +55,9 @@ class TraceStream:
         self._line += text.count("\n") + (1 if text and not text.endswith("\n") else 0)
         self.tracker.add(records)
         out = self.tracker.out
-        for m in out.markers:
+        for m in out.markers[self._done_markers:]:
             self._by_seq.setdefault(m.seq, [])
+        self._done_markers = len(out.markers)
         new = out.events[self._done_events:]
         self._done_events = len(out.events)
         for seq, event in new:
