@@ -106,6 +106,9 @@ class VerifierReport:
     tampering: list[str] = field(default_factory=list)  # agent writes during verification
     on_suspect: str | None = None  # the task's [verifier] on_suspect (None: caller's default)
     notes: list[str] = field(default_factory=list)  # verifier logs skipped or cut when copied
+    # where the verifier's interpreter and libraries came from: "image" (the image's own layers,
+    # out of the agent's reach), "agent" (the container's, audited only), "" (not recorded)
+    toolchain: str = ""
 
 
 @dataclass

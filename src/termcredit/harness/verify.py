@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..records import Trajectory, VerifierReport
 from ..sandbox import Sandbox
+from ..sandbox.pristine import ETC_IMAGE, TOOLCHAIN
 from ..tasks import Task
 from ..tasks.audit import audit_verifier
 from ..tasks.resources import under
@@ -28,6 +29,18 @@ from ..tracer import EnvironmentLayer, SessionTrace, parse_session, summarize
 from ..trialdir import TrialPaths
 
 PROTECTED = ("/tests", "/logs/verifier")
+
+
+def from_image(path: str) -> bool:
+    """A path the verifier's root takes from the image's layers, not from the agent's files
+    (sandbox/pristine.py: the toolchain, the loader's and Python's configuration in /etc)."""
+    parts = path.split("/")
+    if len(parts) < 2 or parts[0] != "":
+        return False
+    if parts[1] in TOOLCHAIN:
+        return True
+    return parts[1] == "etc" and len(parts) > 2 and (
+        parts[2] in ETC_IMAGE or parts[2].startswith("python3"))
 
 
 def _written(trace: str | SessionTrace) -> set[str]:
@@ -42,6 +55,19 @@ def _written(trace: str | SessionTrace) -> set[str]:
     out: set[str] = set()
     for sets in (s, s.environment):
         out |= sets.written | sets.deleted | sets.temporary | sets.meta
+    return out
+
+
+def _agent_wrote(traj: Trajectory) -> set[str]:
+    """Every path the agent's steps wrote, removed or changed, toolchain paths included (the
+    environment layer), as the trace saw them: a change the layer diff cannot see (same size,
+    mtime put back) is still the agent's."""
+    out: set[str] = set()
+    for step in traj.steps:
+        acc = step.command.accesses if step.command else None
+        if acc is not None:
+            for sets in (acc, acc.environment):
+                out |= sets.written | sets.deleted | sets.meta
     return out
 
 
@@ -70,14 +96,16 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
     after = set(sandbox.diff())
     # what an agent process made: all changes up to verification, the agent's traced writes
     # during it, and changes during it that the verifier's own trace does not explain
-    changed = before | during | (after - before - verifier_wrote) | traj.written_paths()
+    changed = before | during | (after - before - verifier_wrote) | _agent_wrote(traj)
+    if report.toolchain == "image":  # what the verifier took from the image never reached it
+        changed = {p for p in changed if not from_image(p)}
     hits = audit_verifier(verifier_trace, changed, workdir=sandbox.workdir,
                           instruction=task.instruction, may_modify=task.agent_may_modify,
                           resolve=agent.resolve, session=verifier_session)
     hit_paths = {h["path"] for h in hits}
-    report.tampering = sorted(
+    report.tampering = sorted(set(report.tampering) | {
         f"{p}: written by an agent process during verification" for p in during
-        if any(under(p, root) for root in PROTECTED) or p in hit_paths)
+        if any(under(p, root) for root in PROTECTED) or p in hit_paths})
     report.suspect_files = hits
     report.suspect = bool(hits or report.tampering)
     return report

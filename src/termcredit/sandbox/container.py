@@ -19,8 +19,12 @@ from .shell import ShimConnection, TracedShell
 # and AUDIT_WRITE (enough for package installs, chown/chmod and kill; nsinit.py KEEP_CAPS).
 # SYS_ADMIN and SETPCAP exist only in the harness's processes: they make the namespaces that
 # hide the harness from the agent, then drop to that set before the shell starts.
+# SYS_PTRACE is strace's alone: without it strace cannot read the memory of a traced process
+# that changed its uid (no longer dumpable), and that process's paths vanish from the trace.
+# SYS_CHROOT is the verifier's init's, to enter the root made for it at verification.
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-                "NET_BIND_SERVICE", "SYS_ADMIN", "SETPCAP"]
+                "NET_BIND_SERVICE", "SYS_ADMIN", "SETPCAP", "SYS_PTRACE", "SYS_CHROOT"]
+LAYERS_AT = "/.termcredit/layers"  # the image's layer folders, read-only (pristine.py)
 LOG_DIRS = ("/logs/agent", "/logs/verifier")
 _next_cpu = itertools.count()  # spread pinned sandboxes over the CPUs round robin
 _rootless: dict[str, bool] = {}  # engine URL -> rootless (asked once per engine)
@@ -49,6 +53,32 @@ def dir_archive(src: Path, dest: str) -> bytes:
     return buf.getvalue()
 
 
+def image_layers(client: Any, image: str) -> list[str]:
+    """The image's overlay2 layer folders, top first, when this process can hand them to the
+    container (a local rootful overlay2 engine, run as root); else none, and the verifier runs
+    from the agent's toolchain, which the audit then has to cover alone."""
+    if os.geteuid() != 0 or _engine_rootless(client):
+        return []
+    try:
+        graph = client.api.inspect_image(image).get("GraphDriver") or {}
+    except Exception:  # noqa: BLE001 - an image docker cannot describe: no layers
+        return []
+    data = graph.get("Data") or {}
+    paths = [data.get("UpperDir") or ""] + (data.get("LowerDir") or "").split(":")
+    paths = [p for p in paths if p]
+    if graph.get("Name") != "overlay2" or not paths or not all(os.path.isdir(p) for p in paths):
+        return []
+    return paths
+
+
+def _engine_rootless(client: Any) -> bool:
+    url = str(getattr(client.api, "base_url", ""))
+    if url not in _rootless:
+        opts = client.info().get("SecurityOptions") or []
+        _rootless[url] = any("name=rootless" in o for o in opts)
+    return _rootless[url]
+
+
 class Sandbox:
     """A started container with a traced shell ready for the agent's commands."""
 
@@ -59,6 +89,7 @@ class Sandbox:
         self._layers: tuple[str, list[str]] | None = _UNSET  # overlay2 upper, lowers
         labels = {LABEL_RUN: run_id, LABEL_OWNER: owner_token(), **dict(spec.labels)}
         mem = f"{int(spec.memory_mb)}m"
+        layers = image_layers(client, spec.image)
         self.container = client.containers.run(
             spec.image,
             ["sh", "-c", f"mkdir -p {' '.join(LOG_DIRS)} && exec sleep infinity"],
@@ -75,6 +106,8 @@ class Sandbox:
             labels=labels,
             environment=dict(spec.env) or None,
             working_dir=spec.workdir or None,
+            volumes={path: {"bind": f"{LAYERS_AT}/{i}", "mode": "ro"}
+                     for i, path in enumerate(layers)} or None,
         )
         self.id: str = self.container.id
         self.workdir = spec.workdir or self.container.attrs["Config"].get("WorkingDir") or "/"
@@ -132,11 +165,7 @@ class Sandbox:
         return self._layers
 
     def _engine_rootless(self) -> bool:
-        url = str(getattr(self.client.api, "base_url", ""))
-        if url not in _rootless:
-            opts = self.client.info().get("SecurityOptions") or []
-            _rootless[url] = any("name=rootless" in o for o in opts)
-        return _rootless[url]
+        return _engine_rootless(self.client)
 
     def writable_bytes(self) -> int:
         """Size of the container's writable layer (what the agent added on the host's disk);

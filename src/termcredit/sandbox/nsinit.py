@@ -7,8 +7,9 @@ running source that never touches the container's file system. Stdlib only.
 It ``unshare``s a PID and a mount namespace and forks; the child is pid 1 there. That init
 mounts a fresh ``/proc`` (showing only the session's processes, so the harness's shim and
 strace, which stay outside, cannot be seen, signalled, traced or opened through ``/proc``),
-re-applies Docker's masks on it, and for the verifier mounts private tmpfs folders at ``/tests``
-and ``/logs/verifier`` that no agent process can see. It then reaps orphans and, when the shim
+re-applies Docker's masks on it. For the verifier, at verification, it builds a root of its own
+(pristine.py) with private tmpfs folders at ``/tests`` and ``/logs/verifier`` that no agent
+process can see or reach, and reports whether they are still the ones it mounted. It then reaps orphans and, when the shim
 asks over the control socket, forks a ``bash`` with the shell's pipes (passed as SCM_RIGHTS),
 after dropping to the agent's capabilities and installing a seccomp filter that forbids new
 namespaces and mounts. The init itself keeps the container's capabilities: the kernel then
@@ -84,8 +85,23 @@ def setup_mounts(role):
         if os.path.exists(path):
             mount(path, path, None, MS_BIND)
             mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-    if role == "verifier":
-        mount_private("/logs/verifier")
+
+
+PRIVATE = {}  # path -> (st_dev, st_ino) of the private tmpfs mounted there
+
+
+def check_private():
+    """The private folders that no longer are the tmpfs mounted there (unmounted, replaced)."""
+    changed = []
+    for path, ident in sorted(PRIVATE.items()):
+        try:
+            info = os.lstat(path)
+            now = (info.st_dev, info.st_ino)
+        except OSError:
+            now = None
+        if now != ident:
+            changed.append(path)
+    return changed
 
 
 def mount_private(path):
@@ -109,6 +125,8 @@ def mount_private(path):
                   "size=%s,mode=0755" % PRIVATE_SIZES[path])
         finally:
             os.close(fd)
+        info = os.lstat(path)
+        PRIVATE[path] = (info.st_dev, info.st_ino)
         return
     raise OSError("cannot make a private %s" % path)
 
@@ -213,6 +231,15 @@ def serve(ctl):
                 pid = spawn(msg, fds)
                 shells.add(pid)
                 send(ctl, {"op": "spawned", "pid": pid})
+            elif msg.get("op") == "prepare" and not PRIVATE:
+                try:
+                    report = prepare_root(list(msg.get("declared") or []), msg.get("workdir"))
+                    mount_private("/logs/verifier")
+                    send(ctl, report)
+                except Exception as exc:  # noqa: BLE001 - reported; the init must go on
+                    send(ctl, {"op": "prepared", "error": "%s: %s" % (type(exc).__name__, exc)})
+            elif msg.get("op") == "check":
+                send(ctl, {"op": "checked", "changed": check_private()})
             elif msg.get("op") == "mount" and msg.get("path") in PRIVATE_SIZES:
                 try:
                     mount_private(msg["path"])

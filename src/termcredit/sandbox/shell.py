@@ -23,7 +23,8 @@ from ..records import CommandRecord, FileState
 from ..tracer.protocol import marker_dir, strace_argv
 
 _HERE = Path(__file__).parent
-NSINIT_SOURCE = (_HERE / "nsinit.py").read_text()
+# pristine.py's definitions first: nsinit.py ends by running its main()
+NSINIT_SOURCE = "\n".join((_HERE / name).read_text() for name in ("pristine.py", "nsinit.py"))
 # definitions first (shim_state, shim_session): the package imports fail in the sandbox
 SHIM_SOURCE = "\n".join((_HERE / name).read_text()
                          for name in ("shim_state.py", "shim_session.py", "shim.py")).encode()
@@ -318,6 +319,24 @@ class TracedShell:
         frame = self._req("unwatch")
         self.integrity += _reasons(frame.header.get("integrity", []))
         return frame.blobs[0].decode("utf-8", "replace")
+
+    def prepare(self, *, declared: list[str], workdir: str) -> dict[str, Any]:
+        """The verifier's own root, made now: the image's toolchain, the agent's other files,
+        private /tests and /logs/verifier (sandbox/pristine.py). Returns {toolchain, notes}."""
+        frame = self._req("prepare", declared=list(declared), workdir=workdir, max_blobs=0,
+                          limit=0, wait=330)
+        h = frame.header
+        _require(h.get("op") == "prepared" and h.get("toolchain") in ("image", "agent")
+                 and isinstance(h.get("notes"), list), "prepare")
+        return {"toolchain": h["toolchain"],
+                "notes": [str(n)[:300] for n in h["notes"][:100]]}
+
+    def check_private(self) -> list[str]:
+        """The private folders (/tests, /logs/verifier) that are no longer the ones mounted."""
+        frame = self._req("check", max_blobs=0, limit=0)
+        changed = frame.header.get("changed")
+        _require(isinstance(changed, list) and all(isinstance(p, str) for p in changed), "check")
+        return changed
 
     def put_tree(self, root: str, files: list[tuple[str, int, bytes]]) -> None:
         """Write (relative path, mode, bytes) files into a private folder of this session."""

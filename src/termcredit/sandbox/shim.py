@@ -17,6 +17,7 @@ whose byte lengths the header lists in ``"blobs"``. Every request names its sess
   watch / unwatch -> watched + trace             put {root, files} + blobs -> put
   collect {root, max_file, max_total} -> collected + blobs
   resolve {paths} -> resolved {targets}                                       close
+  prepare {declared, workdir} -> prepared {toolchain, notes}    check -> checked {changed}
 """
 import json
 import os
@@ -92,6 +93,10 @@ def handle(sessions, req, blobs):
     if op == "unwatch":
         trace = s.unwatch()
         return send({"op": "watched", "integrity": s.take_integrity()}, trace)
+    if op == "prepare":
+        return send(s.prepare(req.get("declared") or [], req.get("workdir")))
+    if op == "check":
+        return send({"op": "checked", "changed": s.check_private()})
     if op == "put":
         s.mount_private(req["root"])
         write_tree(s.root_of(req["root"]), req["files"], blobs)

@@ -545,6 +545,30 @@ class Session:
             raise ValueError("no private folder %r in the %s session" % (root, self.role))
         return "/proc/%d/root%s" % (self.init_pid, root)
 
+    def _ask_init(self, msg, answer, limit):
+        ctl_send(self.ctl, msg)
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and not self.ns_gone:
+            select.select([self.ctl], [], [], 0.05)
+            for reply in self._ctl_messages():
+                if reply.get("op") == answer:
+                    return reply
+        raise RuntimeError("no %s from the %s namespace" % (answer, self.role))
+
+    def prepare(self, declared, workdir):
+        """The verifier's own root and its private /logs/verifier, made now (pristine.py)."""
+        if self.role != "verifier":
+            raise ValueError("only the verifier session gets a root of its own")
+        reply = self._ask_init({"op": "prepare", "declared": declared, "workdir": workdir},
+                               "prepared", 300)
+        if reply.get("error"):
+            raise RuntimeError("the verifier's root: %s" % reply["error"])
+        return reply
+
+    def check_private(self):
+        """The verifier's private folders that are no longer the tmpfs mounted there."""
+        return self._ask_init({"op": "check"}, "checked", 10).get("changed", [])
+
     def mount_private(self, root):
         """Ask the init for a fresh private tmpfs at ``root`` (the verifier's /tests, made
         only now so that the agent never even sees the folder)."""

@@ -1,9 +1,11 @@
 """Run a task's verifier in the sandbox, traced, after the agent has finished.
 
 The verifier has its own session, made when the container was new: its own PID and mount
-namespace, where ``/tests`` and ``/logs/verifier`` are private tmpfs folders that no agent
-process can see or write (nothing planted there survives, because the agent never had them).
-Only now are the task's ``tests/`` copied into that ``/tests``. The verifier runs as
+namespace. Only at verification does it get its root (sandbox/pristine.py): the image's own
+toolchain, the agent's other files, and private ``/tests`` and ``/logs/verifier`` folders that
+no agent process can see, write, rename or unmount; the task's ``tests/`` are copied in now.
+After the run, and before anything is read from them, the harness checks they are still the
+folders it mounted. The verifier runs as
 ``bash /tests/test.sh`` under strace and the verifier timeout. Reward comes from a regular
 ``/logs/verifier/reward.txt`` that a verifier process wrote, else a validated ``reward.json``.
 """
@@ -24,6 +26,9 @@ from .resources import verifier_resources
 from .reward import read_reward
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
+# Python in the verifier: no user site, and neither the working directory nor a script's folder
+# on sys.path (3.11+), so nothing of the agent's in /app is imported or autoloaded by accident
+PYTHON_ISOLATED = {"PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"}
 REWARD_FILES = ("reward.txt", "reward.json")
 TESTS_MAX_BYTES = 256 << 20  # the verifier's /tests tmpfs size
 
@@ -66,10 +71,14 @@ def _save_logs(entries: list[tuple[dict, bytes]], vdir: Path) -> list[str]:
 def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
                  agent_written: Iterable[str] = (), instance: int = 0) -> VerifierReport:
     shell = sandbox.verifier_shell
-    shell.put_tree("/tests", _tests_files(task.tests_dir))
-    shell.start(cwd=sandbox.workdir, env={**task.verifier_env, **instance_env(task, instance)})
+    tests = _tests_files(task.tests_dir)  # a bad tests folder fails before the sandbox is touched
+    root = shell.prepare(declared=list(task.agent_may_modify), workdir=sandbox.workdir)
+    shell.put_tree("/tests", tests)
+    shell.start(cwd=sandbox.workdir,
+                env={**task.verifier_env, **instance_env(task, instance), **PYTHON_ISOLATED})
     try:
         rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec, output_cap=1 << 20)
+        replaced = shell.check_private()  # before anything is read from them
         cap = task.logs_max_mb << 20  # [verifier] logs_max_mb: nothing copied past it
         logs = shell.collect("/logs/verifier", max_file=cap, max_total=cap)
     finally:
@@ -93,6 +102,9 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     elif present and f"/logs/verifier/{present[0]}" not in resources["written_by_verifier"]:
         reward, metrics = 0.0, {}
         error = f"{present[0]} was not written by a verifier process"
+    if replaced:
+        reward, metrics = 0.0, {}
+        error = "the verifier's private folders were replaced: " + ", ".join(replaced)
     if rec.timed_out:
         error = f"verifier timed out after {task.verifier_timeout_sec:g}s"
         reward = 0.0
@@ -103,5 +115,6 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
         reward=reward, rewards=metrics, exit_code=rec.exit_code, timed_out=rec.timed_out,
         duration_s=rec.duration_s, stdout=rec.stdout[-4000:], stderr=rec.stderr[-4000:],
         trace_file=paths.verifier_trace_rel, error=error, resources=resources["cleaned"],
-        on_suspect=task.on_suspect, notes=notes,
+        on_suspect=task.on_suspect, notes=notes + root["notes"], toolchain=root["toolchain"],
+        tampering=[f"{p}: not the verifier's private folder any more" for p in replaced],
     )
