@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from .rawtext import json_dumps
 from .show import shown
 
 console = Console(stderr=True, soft_wrap=True)  # errors carry paths: never wrap them
@@ -112,7 +113,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     report = trace_steps(client, image, args.step, setup=args.setup or [], workdir=args.workdir,
                          timeout=args.timeout, grace=args.grace)
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json_dumps(report, indent=2))  # bytes as \udcXX (rawtext.py)
         return 0
     from rich.table import Table
 
@@ -133,7 +134,7 @@ def _cmd_credit(args: argparse.Namespace) -> int:
 
     report = credit_report(args.trial_dir, DepGPOConfig(beta=args.beta))
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json_dumps(report, indent=2))  # bytes as \udcXX (rawtext.py)
         return 0
     from rich.table import Table
 
@@ -161,7 +162,7 @@ def _cmd_credit_audit(args: argparse.Namespace) -> int:
     data = audit(jobs, out, concurrency=args.concurrency, cfg=DepGPOConfig(beta=args.beta),
                  command_timeout=args.command_timeout, log=_log)
     if args.json:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(json_dumps(data, indent=2))  # bytes as \udcXX (rawtext.py)
         return 0
     from rich.table import Table
 

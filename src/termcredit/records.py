@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .rawtext import json_dumps
 from .tracer import AccessSets, AccessSummary
 
 T = TypeVar("T")
@@ -262,9 +263,10 @@ def _build(tp: Any, data: Any) -> Any:
 def save_json(obj: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(to_dict(obj), indent=2, ensure_ascii=False) + "\n")
+    # bytes that are not UTF-8 (surrogates in memory) as \udcXX escapes: see rawtext.py
+    tmp.write_bytes((json_dumps(to_dict(obj), indent=2) + "\n").encode())
     tmp.replace(path)  # atomic: a crash never leaves half a file
 
 
 def load_json(cls: type[T], path: Path) -> T:
-    return from_dict(cls, json.loads(Path(path).read_text()))
+    return from_dict(cls, json.loads(Path(path).read_bytes()))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .rawtext import read_text
 from .records import Trajectory, TrialResult, load_json, save_json
 
 TRAJECTORY = "trajectory.json"
@@ -119,7 +120,7 @@ class TrialPaths:
         """The agent shell's whole trace: start-up, then each step in order."""
         start = self.shell_start_trace
         parts = [start] if start.is_file() else []
-        return "".join(p.read_text() for p in [*parts, *self.step_traces()])
+        return "".join(read_text(p) for p in [*parts, *self.step_traces()])
 
 
 def save_trajectory(traj: Trajectory, trial_dir: str | Path | None = None) -> Path:

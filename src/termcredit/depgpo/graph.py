@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 
 import networkx as nx
 
+from ..rawtext import to_bytes
 from .deps import DepBuilder, Dependencies, feed
 from .facts import CommandFacts, EpisodeFacts
 from .ownership import CommandEffects, FileVersion
@@ -93,7 +94,7 @@ class GraphBuilder:
                 g.add_edge(self._version(v.source), node, key=kind, kind=kind, how=v.how)
         out = f"out:{c}"
         g.add_node(out, type="stdout", index=c, step=cmd.index, chars=len(cmd.stdout),
-                   sha256=hashlib.sha256(cmd.stdout.encode("utf-8", "replace")).hexdigest())
+                   sha256=hashlib.sha256(to_bytes(cmd.stdout)).hexdigest())
         g.add_edge(me, out, key="stdout", kind="stdout")
         for p, values in d.sources[c].items():
             g.add_edge(f"out:{p}", me, key="stdout-reuse", kind="stdout-reuse",

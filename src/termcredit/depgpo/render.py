@@ -12,6 +12,8 @@ from typing import Any
 
 import networkx as nx
 
+from ..rawtext import printable
+
 EDGE_STYLE = {
     "read": 'color="#1f77b4", style=dashed',
     "write": 'color="#222222", penwidth=1.4',
@@ -158,7 +160,8 @@ def _legend() -> list[str]:
 
 def render(graph: nx.MultiDiGraph, fmt: str, *, title: str = "",
            rows: list[dict[str, Any]] | None = None) -> bytes:
-    dot = to_dot(collapse_leaves(graph), title=title)
+    # paths and commands may hold bytes that are not UTF-8: drawn as \xNN (rawtext.py)
+    dot = printable(to_dot(collapse_leaves(graph), title=title))
     if fmt == "dot":
         return dot.encode()
     if shutil.which("dot") is None:
@@ -170,7 +173,7 @@ def render(graph: nx.MultiDiGraph, fmt: str, *, title: str = "",
         raise RenderError(f"dot failed: {proc.stderr.decode(errors='replace')[-2000:]}")
     if fmt != "html":
         return proc.stdout
-    return _html(proc.stdout.decode(), title, rows or []).encode()
+    return printable(_html(proc.stdout.decode(), title, rows or [])).encode()
 
 
 def _html(svg: str, title: str, rows: list[dict[str, Any]]) -> str:

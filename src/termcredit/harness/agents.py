@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from ..rawtext import write_text
 from ..records import CommandRecord, Step, Trajectory
 from ..sandbox import Sandbox
 from ..tasks import Task
@@ -111,7 +112,7 @@ class AgentEnv:
         rel = TrialPaths(self.trial_dir).step_trace_rel(index)
         path = self.trial_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(rec.trace)
+        write_text(path, rec.trace)
         rec.trace_file = rel
         self.observer.after_step(rec)
         self.trajectory.steps.append(

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..rawtext import write_text
 from ..records import Trajectory, TrialResult, VerifierReport
 from ..sandbox import Sandbox, SandboxPool, SandboxSpec
 from ..tasks import Task
@@ -88,7 +89,7 @@ class Episode:
                 self.traj.info["container"] = self.sandbox.id[:12]
                 self.traj.info["image"] = self.spec.image
                 self.paths.trace_dir.mkdir(exist_ok=True)
-                self.paths.shell_start_trace.write_text(self.sandbox.shell.session_trace[0])
+                write_text(self.paths.shell_start_trace, self.sandbox.shell.session_trace[0])
                 self.env = AgentEnv(self.sandbox, self.task, self.traj, self.paths.root,
                                     command_timeout=self.command_timeout)
         except Exception as exc:
@@ -117,8 +118,11 @@ class Episode:
             mark_infra(self.traj, exc, where)
         if self.error is None:
             self.error = f"{type(exc).__name__}: {exc}"
-            self.paths.root.mkdir(parents=True, exist_ok=True)
-            self.paths.error.write_text("".join(traceback.format_exception(exc)))
+            try:
+                self.paths.root.mkdir(parents=True, exist_ok=True)
+                write_text(self.paths.error, "".join(traceback.format_exception(exc)))
+            except OSError as err:  # the error stays in the trial's result all the same
+                self.traj.info["error_file"] = f"not written: {err}"
 
     # ---------------------------------------------------------------- after the agent
     def finish(self) -> TrialResult:
@@ -143,9 +147,15 @@ class Episode:
         with self._phase("hooks"):
             run_trial_hooks(self.traj, self.paths)
         self.traj.info["phases"] = {k: round(v, 4) for k, v in self.phases.items()}
-        save_trajectory(self.traj)
+        try:
+            save_trajectory(self.traj)
+        except Exception as exc:  # this trial's failure, recorded in its result: the run goes on
+            self.fail(exc, "saving the trajectory")
         result = self.result()
-        save_result(result, self.paths.root)  # last: its presence means the trial finished
+        try:
+            save_result(result, self.paths.root)  # last: its presence means the trial finished
+        except Exception as exc:  # the run's result.json still lists it; a resume redoes it
+            result.error = result.error or f"result.json not written: {type(exc).__name__}: {exc}"
         return result
 
     def abandon(self) -> None:
@@ -155,6 +165,8 @@ class Episode:
         try:
             if self.paths.root.is_dir():
                 save_trajectory(self.traj)
+        except Exception:  # noqa: BLE001 the steps are in steps.jsonl; the teardown goes on
+            pass
         finally:
             if self.sandbox is not None:
                 self.pool.release(self.sandbox)

@@ -201,7 +201,7 @@ class _Results:
     def write(self, complete: bool) -> dict[str, Any]:
         data = self.summary(complete)
         tmp = self.out / "result.json.tmp"
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")  # ASCII: bytes as \udcXX escapes
         tmp.replace(self.out / "result.json")
         return data
 
@@ -355,7 +355,13 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in done:
-                r = fut.result()
+                try:
+                    r = fut.result()
+                except Exception as exc:  # run_trial records its errors; this is a last net
+                    task, k = futures[fut]
+                    r = TrialResult(task=task.name, reward=0.0, attempt=k,
+                                    trial_dir=str(out / task.name / f"attempt-{k}"),
+                                    error=f"harness: {type(exc).__name__}: {exc}")
                 results.add(r)
                 mark = (("✓", "green") if r.reward >= 1.0 else ("✗", "red") if r.error
                         else ("·", ""))

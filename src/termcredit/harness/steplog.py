@@ -18,6 +18,7 @@ import os
 import threading
 from pathlib import Path
 
+from ..rawtext import json_dumps
 from ..records import Step, from_dict, to_dict
 from ..trialdir import TrialPaths
 
@@ -41,7 +42,7 @@ class StepLog:
         _fsync_dir(self.path.parent)  # the file's name survives a crash too
 
     def append(self, step: Step) -> None:
-        line = json.dumps(to_dict(step), ensure_ascii=False) + "\n"
+        line = json_dumps(to_dict(step)) + "\n"
         with self._lock:
             self._write(line.encode(), mode="ab")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..rawtext import write_text
 from ..records import Trajectory, VerifierReport
 from ..sandbox import Sandbox
 from ..sandbox.pristine import ETC_IMAGE, TOOLCHAIN
@@ -87,7 +88,7 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
     finally:
         window = agent.unwatch() if keep else ""
     if window:
-        TrialPaths(trial_dir).agent_during_verifier_trace.write_text(window)
+        write_text(TrialPaths(trial_dir).agent_during_verifier_trace, window)
     traj.integrity += [r for r in agent.integrity if r not in traj.integrity]
     during = _written(window) if window else set()
     verifier_trace = "".join(sandbox.verifier_shell.session_trace)  # as run_verifier saved it

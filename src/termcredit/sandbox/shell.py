@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..rawtext import from_bytes
 from ..records import CommandRecord, FileState
 from ..tracer.protocol import marker_dir, strace_argv
 
@@ -258,11 +259,10 @@ class TracedShell:
                  "result fields")
         out, err, trace = frame.blobs
         _require(len(out) <= out_max and len(err) <= out_max, "output over its cap")
-        trace_text = trace.decode("utf-8", "replace")
+        trace_text = from_bytes(trace)
         self.session_trace.append(trace_text)
-        return CommandRecord(
-            command=command, seq=self.seq,
-            stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+        return CommandRecord(  # output as it was: bytes not UTF-8 kept (rawtext.py)
+            command=command, seq=self.seq, stdout=from_bytes(out), stderr=from_bytes(err),
             exit_code=h["exit_code"], duration_s=float(h["duration_s"]),
             timed_out=h["timed_out"],
             output_truncated=bool(h.get("stdout_dropped") or h.get("stderr_dropped")),

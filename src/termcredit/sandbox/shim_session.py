@@ -456,7 +456,9 @@ class Session:
         if i >= 0:  # the EXIT trap's report: the C-escaped path up to the closing quote
             j = self.trace.find(b'"', i + len(key))
             raw = self.trace[i + len(key) : j].decode("ascii", "replace")
-            self.cwd = raw.encode("latin-1", "replace").decode("unicode_escape", "replace")
+            # strace's escapes are bytes: as the tracer decodes paths (surrogateescape)
+            octets = raw.encode("latin-1", "replace").decode("unicode_escape", "replace")
+            self.cwd = octets.encode("latin-1", "replace").decode("utf-8", "surrogateescape")
 
     def cwd_now(self):
         try:

@@ -17,6 +17,7 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Iterable
 
+from ..rawtext import write_text
 from ..records import VerifierReport
 from ..sandbox import Sandbox
 from ..trialdir import TrialPaths
@@ -86,13 +87,13 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     trace_text = "".join(shell.session_trace)
     paths = TrialPaths(trial_dir)
     paths.trace_dir.mkdir(parents=True, exist_ok=True)
-    paths.verifier_trace.write_text(trace_text)
+    write_text(paths.verifier_trace, trace_text)
     vdir = paths.verifier_dir
     notes = _save_logs(logs, vdir)
     resources = verifier_resources(trace_text, agent_written=agent_written)
     paths.resources.write_text(json.dumps(resources, indent=2) + "\n")
-    paths.test_stdout.write_text(rec.stdout)
-    paths.test_stderr.write_text(rec.stderr)
+    write_text(paths.test_stdout, rec.stdout)
+    write_text(paths.test_stderr, rec.stderr)
     reward, metrics, error = read_reward(vdir)
     kinds = {e["path"]: e["kind"] for e, _ in logs}
     present = [name for name in REWARD_FILES if name in kinds]

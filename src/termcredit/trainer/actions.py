@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..rawtext import printable
 from ..records import CommandRecord
 
 SYSTEM_PROMPT = (
@@ -72,11 +73,13 @@ def _clip(text: str, limit: int) -> str:
 
 
 def format_observation(rec: CommandRecord, limit: int = 1200) -> str:
+    """What the policy sees of a command: bytes that are not UTF-8 as ``\\xNN`` (a tokenizer
+    takes no surrogates; see rawtext.py)."""
     parts = [f"exit code: {rec.exit_code}" + (" (timed out)" if rec.timed_out else "")]
     if rec.stdout:
-        parts.append("stdout:\n" + _clip(rec.stdout.rstrip("\n"), limit))
+        parts.append("stdout:\n" + _clip(printable(rec.stdout.rstrip("\n")), limit))
     if rec.stderr:
-        parts.append("stderr:\n" + _clip(rec.stderr.rstrip("\n"), limit // 2))
+        parts.append("stderr:\n" + _clip(printable(rec.stderr.rstrip("\n")), limit // 2))
     return "\n".join(parts)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..rawtext import printable
+
 LONG_LINES, LONG_CHARS = 15, 1500  # output beyond either is collapsed into <details>
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.2em 2em;color:#222;max-width:1200px}
@@ -21,8 +23,9 @@ overflow:auto}"""
 
 
 def e(x: Any) -> str:
-    """``x`` as HTML text (quotes escaped too: safe in attributes)."""
-    return html.escape("" if x is None else str(x), quote=True)
+    """``x`` as HTML text (quotes escaped too: safe in attributes); bytes that are not UTF-8
+    shown as ``\\xNN`` (a page cannot hold surrogates, see rawtext.py)."""
+    return html.escape(printable("" if x is None else str(x)), quote=True)
 
 
 def page(title: str, body: str) -> str:
