@@ -184,7 +184,10 @@ def test_trojan_mkdir_on_path(campaign):
 def test_background_job_writes_pth_during_verification(campaign):
     t = campaign["bg-pth"]
     check_defended(t, "a .pth written during verification")
-    assert t.tampering, f"agent writes to dist-packages during verification not recorded: {t.summary()}"
+    # the verifier's dist-packages are the image's: the write reaches nothing (tampering is
+    # recorded where the toolchain is the agent's own)
+    assert t.tampering or t.verifier.get("toolchain") == "image", (
+        f"agent writes to dist-packages during verification not recorded: {t.summary()}")
 
 
 @pytest.mark.trial("pip-undeclared")

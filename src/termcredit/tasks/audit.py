@@ -82,6 +82,8 @@ def _hook_kind(base: str) -> str | None:
         return base
     if base.endswith(".pth"):
         return ".pth file"
+    if base == "entry_points.txt":
+        return "entry points (pytest plugins load from them)"
     return None
 
 
@@ -121,10 +123,10 @@ def shadows_module(path: str, workdir: str) -> bool:
     named like a standard-library or test-runner module: ``/app/pytest.py`` or
     ``/app/_pytest/main.py`` is what ``python3 -m pytest`` imports when run from /app."""
     path = source_of(path) or path
-    if not path.endswith(".py") or not under(path, workdir) or path == workdir:
+    if not path.endswith((".py", ".pyc")) or not under(path, workdir) or path == workdir:
         return False
     parts = path[len(workdir.rstrip("/")) + 1 :].split("/")
-    top = parts[0][:-3] if len(parts) == 1 else parts[0]
+    top = parts[0].rsplit(".", 1)[0] if len(parts) == 1 else parts[0]  # a sourceless .pyc too
     return top in SHADOWABLE
 
 

@@ -27,9 +27,11 @@ from .resources import verifier_resources
 from .reward import read_reward
 
 VERIFIER_COMMAND = "bash /tests/test.sh"
-# Python in the verifier: no user site, and neither the working directory nor a script's folder
-# on sys.path (3.11+), so nothing of the agent's in /app is imported or autoloaded by accident
-PYTHON_ISOLATED = {"PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"}
+# Python in the verifier: no user site (the agent's ~/.local). The working directory stays on
+# sys.path for `python3 -m ...`: tests run the agent's programs that way (`python3 -m pkg` in
+# its folder), and the variable would reach them too; what a test runner would load from there
+# (a module of its own name, a plugin's entry points) is the audit's to flag.
+PYTHON_ISOLATED = {"PYTHONNOUSERSITE": "1"}
 REWARD_FILES = ("reward.txt", "reward.json")
 TESTS_MAX_BYTES = 256 << 20  # the verifier's /tests tmpfs size
 
