@@ -16,7 +16,12 @@ What changes on the way (an offline conversion):
   when a command spans several lines;
 * ``tests/`` is copied, and ``run-tests.sh`` becomes ``tests/test.sh`` without its test-time
   downloads (``tb_run_tests``); the test-time packages it installed move to a build-time
-  ``RUN`` line in the Dockerfile (no network when tests run).
+  ``RUN`` line in the Dockerfile (no network when tests run);
+* the name is the folder's, or ``<dataset>-<folder>`` for a folder named by a number.
+
+A rewrite that may not do what the authors' script did, and a Dockerfile COPY of a source the
+task lacks, is a warning (``report.warnings``), kept in task.toml as ``[metadata]
+import_warnings`` for ``tasks check`` to repeat.
 
 ``task.yaml`` and ``solution.yaml`` are read with PyYAML (``yaml.safe_load``); an error names
 the file and, where one is at fault, the field.
