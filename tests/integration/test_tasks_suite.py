@@ -119,6 +119,21 @@ def test_tb1_import_passes_check(tmp_path, base_ref):
     assert_check_passes(proc, 1)
 
 
+def test_tb1_datasets_import_and_pass_check(tmp_path, base_ref):
+    """aider-python (its pip3 fallback chain made a Dockerfile RUN line that failed the build)
+    and EvoEval (numbered folders) fixtures, imported a dataset at a time: each builds, its
+    oracle scores 1 and nop 0; the encrypted solution in leap's image is a warning."""
+    tasks = tmp_path / "tasks"
+    for ds, want in (("aider-python", 0), ("evoeval", 1)):  # evoeval/7 has no instruction
+        proc = tasks_cli("import", str(TB1.parent / ds), "--out", str(tasks), timeout=60)
+        assert proc.returncode == want, proc.stderr
+    assert sorted(p.name for p in tasks.iterdir()) == ["evoeval-26", "evoeval-51", "leap"]
+    proc = tasks_cli("check", str(tasks), "--out", str(tmp_path / "check"))
+    assert_check_passes(proc, 3)
+    assert "3/3 task(s) passed" in proc.stdout and "with 1 warning(s)" in proc.stdout
+    assert "⚠ leap: environment/Dockerfile line 7 copies .solution.zip" in proc.stdout
+
+
 def test_check_reports_each_broken_task(tmp_path, base_ref):
     """A task the nop agent solves, one whose oracle fails, one that does not load, one whose
     image does not build: all named, the good one still checked, exit status 1."""

@@ -44,6 +44,7 @@ from ..show import shown
 from ..tasks.audit import propose_may_modify
 from ..tasks.model import Task, TaskError, load_task
 from ..trialdir import TrialPaths, load_trajectory
+from .task_scan import missing_copies, task_warnings
 
 DEFAULT_INSTANCES = (0, 1)
 
@@ -64,6 +65,7 @@ class TaskCheck:
     resources: dict[int, int] = field(default_factory=dict)  # instance -> cleaned count
     suspect: dict[int, list[dict[str, str]]] = field(default_factory=dict)  # oracle's audit hits
     trial_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # task_scan: shown, the check still passes
 
     @property
     def ok(self) -> bool:
@@ -261,7 +263,12 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
             checks.append(TaskCheck(path=folder, name=folder.name, problems=[str(loaded)]))
             continue
         check = TaskCheck(path=folder, name=loaded.name, task=loaded,
-                          problems=lint(loaded, None if solver == "oracle" else solver))
+                          problems=lint(loaded, None if solver == "oracle" else solver),
+                          warnings=task_warnings(loaded))
+        missing = missing_copies(loaded.environment_dir)
+        if missing:  # said here, rather than as docker's bare message from a build
+            check.problems += missing
+            check.task = None
         if loaded.name in names:  # run folders and image tags are keyed by name
             check.problems.append(f"duplicate task name {loaded.name!r} (also {names[loaded.name]})")
             check.task = None
@@ -373,8 +380,13 @@ def render(checks: list[TaskCheck], console: Console, *, title: str = "termcredi
             console.print(Text("✗ ", style="red") + shown(c.name, "red") + Text(": ", style="red")
                           + shown(problem),
                           soft_wrap=True)
+        for warning in c.warnings:
+            console.print(Text("⚠ ", style="yellow") + shown(c.name, "yellow")
+                          + Text(": ", style="yellow") + shown(warning), soft_wrap=True)
     n_ok = sum(c.ok for c in checks)
+    n_warn = sum(len(c.warnings) for c in checks)
     tail = f" in {elapsed:.0f}s" if elapsed is not None else ""
     color = "green" if n_ok == len(checks) else "red"
     console.print(f"[{color}]{n_ok}/{len(checks)} task(s) passed{tail}[/] "
-                  "(parametrised tasks: instances 0 and 1, in that order)", soft_wrap=True)
+                  + (f"[yellow]with {n_warn} warning(s)[/] " if n_warn else "")
+                  + "(parametrised tasks: instances 0 and 1, in that order)", soft_wrap=True)

@@ -75,14 +75,41 @@ def _cmd_new(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    from .tb_dataset import import_dataset, is_dataset
     from .tb_import import import_tb1
 
+    if is_dataset(Path(args.path)):
+        return _import_dataset(args, import_dataset)
     report = import_tb1(args.path, args.out, force=args.force)
     for note in report.notes:
         console.print(Text("note:", style="yellow") + Text(" ") + shown(note))
+    for warning in report.warnings:
+        console.print(Text("warning:", style="bold yellow") + Text(" ") + shown(warning))
     console.print(shown(f"imported {args.path} → {report.path}/ — now: termcredit tasks check "
                         f"{report.path}"))
     return 0
+
+
+def _import_dataset(args: argparse.Namespace, import_dataset) -> int:  # type: ignore[no-untyped-def]
+    out = Path(args.out or "tasks")
+    rows = import_dataset(args.path, out, force=args.force)
+    table = Table(title=f"termcredit tasks import {args.path}")
+    for col in ("folder", "task", "result", "warnings", "why skipped"):
+        table.add_column(col, justify="right" if col == "warnings" else "left")
+    for r in rows:
+        table.add_row(shown(r.source.name), shown(r.name),
+                      Text(r.status, style="green" if r.status == "imported" else "red"),
+                      str(len(r.warnings)) if r.status == "imported" else "-", shown(r.why))
+    _out().print(table)
+    for r in rows:
+        for warning in r.warnings:
+            console.print(Text("warning: ", style="bold yellow") + shown(r.name, "yellow")
+                          + Text(": ") + shown(warning))
+    n = sum(r.status == "imported" for r in rows)
+    console.print(shown(f"{n} imported, {len(rows) - n} skipped, "
+                        f"{sum(len(r.warnings) for r in rows)} warning(s) → {out}/ — now: "
+                        f"termcredit tasks check {out}"))
+    return 0 if n == len(rows) else 1
 
 
 def add_subverbs(p: argparse.ArgumentParser) -> None:
@@ -127,12 +154,20 @@ def add_subverbs(p: argparse.ArgumentParser) -> None:
                     help="seed the data from TC_INSTANCE (a generator in environment/ and tests/)")
     nw.set_defaults(func=_cmd_new)
 
-    im = sub.add_parser("import", help="convert a Terminal-Bench-1 task to Harbor format",
+    im = sub.add_parser("import", help="convert a Terminal-Bench-1 task (or a folder of them) "
+                        "to Harbor format",
                         description="Convert a TB1 task folder (task.yaml, Dockerfile, "
                         "run-tests.sh, solution.sh, tests/) into a Harbor-format task; test-time "
-                        "downloads become the preinstalled pytest.")
-    im.add_argument("path", metavar="PATH", help="the TB1 task folder")
-    im.add_argument("--out", help="the new task folder (default tasks/<folder name>)")
+                        "downloads become the preinstalled pytest. A rewrite that may not do "
+                        "what the authors' script did is printed as a warning and kept in "
+                        "task.toml ([metadata] import_warnings), which `tasks check` repeats. "
+                        "PATH may be a dataset folder (task folders inside): each is imported "
+                        "into --out/<name> and a table says what was imported, with how many "
+                        "warnings, and what was skipped and why. A folder named by a number "
+                        "gets its dataset's name in front (evoeval/51 -> evoeval-51).")
+    im.add_argument("path", metavar="PATH", help="the TB1 task folder, or a folder of them")
+    im.add_argument("--out", help="the new task folder (default tasks/<name>); for a folder "
+                    "of tasks, the folder to put them in (default tasks/)")
     im.add_argument("--force", action="store_true", help="replace --out if it exists")
     im.set_defaults(func=_cmd_import)
 

@@ -16,7 +16,12 @@ What changes on the way (an offline conversion):
   when a command spans several lines;
 * ``tests/`` is copied, and ``run-tests.sh`` becomes ``tests/test.sh`` without its test-time
   downloads (``tb_run_tests``); the test-time packages it installed move to a build-time
-  ``RUN`` line in the Dockerfile (no network when tests run).
+  ``RUN`` line in the Dockerfile (no network when tests run);
+* the name is the folder's, or ``<dataset>-<folder>`` for a folder named by a number.
+
+A rewrite that may not do what the authors' script did, and a Dockerfile COPY of a source the
+task lacks, is a warning (``report.warnings``), kept in task.toml as ``[metadata]
+import_warnings`` for ``tasks check`` to repeat.
 
 ``task.yaml`` and ``solution.yaml`` are read with PyYAML (``yaml.safe_load``); an error names
 the file and, where one is at fault, the field.
@@ -33,14 +38,15 @@ from typing import Any
 import yaml
 
 from ..tasks.model import TaskError, load_task
-from .tb_run_tests import MARK, ImportReport, convert_run_tests
+from .task_scan import missing_copies
+from .tb_run_tests import MARK, PIP_INSTALL, ImportReport, convert_run_tests
 
 SKIP_FILES = {"task.yaml", "task.yml", "docker-compose.yaml", "docker-compose.yml",
               "run-tests.sh", "solution.sh", "solution.yaml", "solution.yml", "tests"}
 DEFAULT_AGENT_TIMEOUT = 360.0  # TB1 defaults
 DEFAULT_TEST_TIMEOUT = 60.0
 
-__all__ = ["ImportReport", "convert_run_tests", "import_tb1", "load_yaml"]
+__all__ = ["ImportReport", "convert_run_tests", "import_tb1", "load_yaml", "task_name"]
 
 
 def load_yaml(path: Path, text: str) -> Any:
@@ -115,7 +121,8 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
     agent_timeout = _number(data, "max_agent_timeout_sec", DEFAULT_AGENT_TIMEOUT, yaml_path)
     test_timeout = _number(data, "max_test_timeout_sec", DEFAULT_TEST_TIMEOUT, yaml_path)
 
-    dest = Path(out) if out else Path(tasks_dir) / src.name
+    name = task_name(src)
+    dest = Path(out) if out else Path(tasks_dir) / name
     if dest.resolve() == src:
         raise ValueError(f"{dest}: the output folder must differ from the TB1 folder")
     if dest.exists():
@@ -154,8 +161,8 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
         extra.append("RUN apt-get update && apt-get install -y --no-install-recommends "
                      + " ".join(report.apt_packages) + " && rm -rf /var/lib/apt/lists/*")
     if report.pip_packages:
-        extra.append("RUN python3 -m pip install --no-cache-dir --break-system-packages "
-                     + " ".join(report.pip_packages))
+        extra.append(f"RUN {PIP_INSTALL} " + " ".join(report.pip_packages))
+    extra += report.build_steps
     dockerfile = env / "Dockerfile"
     docker_text = dockerfile.read_text(errors="replace")
     if extra:
@@ -163,13 +170,7 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
                        "run-tests.sh installed at test time (no network then):\n"
                        + "\n".join(extra) + "\n")
         dockerfile.write_text(docker_text)
-    for m in re.finditer(r"^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*(.+)$", docker_text, re.I | re.M):
-        for source in m.group(1).split()[:-1]:
-            name = source.strip("\"'[],").split("/")[0]
-            if name and not name.startswith(("$", "http")) and not (env / name).exists():
-                report.notes.append(f"environment/Dockerfile copies {source!r}, which is not "
-                                    "in environment/ (TB1 tasks must not copy tests or "
-                                    "solutions into the image)")
+    report.warnings += missing_copies(env)
 
     # solution/solve.sh
     sol = dest / "solution"
@@ -193,17 +194,30 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
 
     # instruction.md, task.toml
     (dest / "instruction.md").write_text(instruction.strip() + "\n")
-    (dest / "task.toml").write_text(_task_toml(src, raw, data, agent_timeout, test_timeout,
-                                               report))
+    (dest / "task.toml").write_text(_task_toml(src, name, raw, data, agent_timeout,
+                                               test_timeout, report))
     load_task(dest)  # the result must load; a TaskError here names the file and field
     return report
 
 
-def _task_toml(src: Path, raw: str, data: dict[str, Any], agent_timeout: float,
+def task_name(src: Path) -> str:
+    """The task's name: its folder's, lower-case letters, digits and dashes; a folder named
+    by a number only (EvoEval's "51") gets its dataset folder's name in front, so the
+    names of two datasets do not collide: ``evoeval-51``."""
+    def clean(s: str) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", s.lower()).strip("-")
+    name = clean(src.name) or "task"
+    if name.isdigit() and clean(src.parent.name):
+        name = f"{clean(src.parent.name)}-{name}"
+    return name
+
+
+def _task_toml(src: Path, name: str, raw: str, data: dict[str, Any], agent_timeout: float,
                test_timeout: float, report: ImportReport) -> str:
-    lines = [ln for ln in raw.splitlines() if ln.startswith("#")][:3]  # the canary comment
+    lines = [ln for ln in raw.splitlines()  # the canary comment
+             if ln.startswith("#") and "canary" in ln.lower()][:3]
     lines += [f"# Imported from Terminal-Bench 1 ({src.name}) by `termcredit tasks import`.",
-              'schema_version = "1.1"', "", "[task]", f"name = {_toml_str(src.name)}"]
+              'schema_version = "1.1"', "", "[task]", f"name = {_toml_str(name)}"]
     first = data["instruction"].strip().splitlines()[0]
     lines.append(f"description = {_toml_str(first[:117] + '...' if len(first) > 120 else first)}")
     author = data.get("author_name")
@@ -228,11 +242,14 @@ def _task_toml(src: Path, raw: str, data: dict[str, Any], agent_timeout: float,
     parser = data.get("parser_name") or "pytest"
     if parser != "pytest":
         lines.append(f"parser_name = {_toml_str(parser)}")
-        report.notes.append(f"parser_name {parser!r}: termcredit's reward is pytest's exit "
-                            "status, check that it means the same")
+        report.warnings.append(f"parser_name {parser!r}: termcredit's reward is the test "
+                               "script's pytest (or exit) status, check that it means the same")
     if data.get("run_tests_in_same_shell"):
         report.notes.append("run_tests_in_same_shell: the verifier runs in a fresh shell of the "
                             "same container (files persist, shell state does not)")
+    if report.warnings:  # `tasks check` repeats them
+        lines.append("import_warnings = [" + ", ".join(_toml_str(w) for w in report.warnings)
+                     + "]")
     lines += ["", "[agent]", f"timeout_sec = {agent_timeout:g}", "", "[verifier]",
               f"timeout_sec = {test_timeout:g}", 'env = { TEST_DIR = "/tests" }', "",
               "[environment]", "cpus = 1", "memory_mb = 2048", "allow_internet = false", ""]

@@ -5,174 +5,129 @@ init``, venv activation, ``uv pip install``/``pip install``/``uv add`` of pytest
 install curl``): those steps are removed; ``uv run``/``uvx``/bare ``pytest`` calls become the
 preinstalled ``python3 -m pytest``; other test-time packages are collected in the report, for
 the importer to install at build time; and the reward is written from pytest's exit status
-(TB1 parsed pytest's output instead: all tests passed = resolved).
+(TB1 parsed pytest's output instead: all tests passed = resolved). A script without a pytest
+call runs as written in a subshell (its ``set -e`` still stops it) and its exit status is the
+reward.
+
+The script is read with bash's grammar (``tb_shell``); each command is rewritten in place, and
+a removed command counts as one that succeeded (``pip install x || exit 1`` loses both, ``a &&
+pip install x && b`` keeps ``a && b``). A rewrite that cannot be shown to do what the authors'
+script did (an environment it activates, a project it installs, a ``uv run`` of something other
+than pytest) is kept or made as well as it can be, and listed in ``report.warnings``.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from tree_sitter import Node
 
-PYTEST = "python3 -m pytest -p no:cacheprovider"
-REWARD = "/logs/verifier/reward.txt"
-MARK = "# [termcredit import]"
+from .tb_commands import MARK, PIP_INSTALL, PYTEST, REWARD, Commands, ImportReport
+from .tb_shell import flatten, in_body, parse, text_of
 
-
-@dataclass
-class ImportReport:
-    path: Path
-    notes: list[str] = field(default_factory=list)
-    pip_packages: list[str] = field(default_factory=list)  # moved to build time
-    apt_packages: list[str] = field(default_factory=list)
+__all__ = ["MARK", "PIP_INSTALL", "PYTEST", "REWARD", "ImportReport", "convert_run_tests"]
 
 
-def _logical_lines(text: str) -> list[str]:
-    out, buf = [], ""
-    for line in text.splitlines():
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            buf += (line.lstrip() if buf else line)[:-1].rstrip() + " "
-            continue
-        out.append(buf + (line.lstrip() if buf else line))
-        buf = ""
-    if buf:
-        out.append(buf)
-    return out
+class _Converter(Commands):
+    def __init__(self, text: str, report: ImportReport):
+        super().__init__(text, report)
+        self.edits: list[tuple[int, int, str]] = []
+        self.n_pytest = 0
 
-
-def _split_segments(line: str) -> list[str]:
-    """Split a command line into segments and the separators between them (&&, ||, ;),
-    outside quotes: ["a", " && ", "b"]."""
-    parts, buf, quote, i = [], "", "", 0
-    while i < len(line):
-        ch = line[i]
-        if quote:
-            buf += ch
-            if ch == quote:
-                quote = ""
-            i += 1
-            continue
-        if ch in "\"'":
-            quote = ch
-        elif line.startswith(("&&", "||"), i) or ch == ";":
-            sep = line[i:i + 2] if ch in "&|" else ";"
-            j = i + len(sep)
-            parts.append(buf)
-            parts.append(f" {sep} " if sep != ";" else "; ")
-            buf = ""
-            i = j
-            continue
-        buf += ch
-        i += 1
-    parts.append(buf)
-    return parts
-
-
-_PYTEST_RE = re.compile(r"^(?P<launch>.*?)(?:(?<![\w./=-])python3?\s+-m\s+pytest"
-                        r"|(?<![\w./=-])pytest)(?=\s|$)(?P<args>.*)$")
-_LAUNCHERS = re.compile(r"^(?:(?:\w+=\S*\s+)*)(?:exec\s+)?(?:(?:uv\s+run|uvx)(?:\s+.*)?)?$")
-_PIP_RE = re.compile(r"^(?:uv\s+pip\s+install|uv\s+add|pip3?\s+install|python3?\s+-m\s+pip\s+install)"
-                     r"(?:\s+(?P<rest>.*))?$")
-_APT_RE = re.compile(r"^(?:sudo\s+)?apt(?:-get)?\s+(?:-\S+\s+)*install(?:\s+(?P<rest>.*))?$")
-_DROP = [
-    (re.compile(r"^(?:curl|wget)\s.*\|\s*(?:sh|bash)\b.*$"), "a tool installer downloaded at test time"),
-    (re.compile(r"^(?:source|\.)\s+\S*\.local/bin/env\S*$"), "the uv installer's environment"),
-    (re.compile(r"^(?:source|\.)\s+\S*bin/activate\S*$"), "a virtual environment's activation"),
-    (re.compile(r"^uv\s+(?:venv|init|sync|python\s+install)\b.*$"), "uv project/venv set-up"),
-    (re.compile(r"^python3?\s+-m\s+venv\b.*$|^virtualenv\b.*$"), "a virtual environment"),
-    (re.compile(r"^(?:sudo\s+)?apt(?:-get)?\s+(?:-\S+\s+)*update\b.*$"), "apt-get update (no network)"),
-]
-_PIP_OPTS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url",
-                        "--extra-index-url", "-f", "--find-links", "--python", "-p", "--target"}
-
-
-def _packages(rest: str) -> tuple[list[str], list[str]]:
-    """(package specs, options) of an install command's arguments."""
-    pkgs, opts = [], []
-    toks = rest.split()
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t.startswith("-"):
-            opts.append(t)
-            if t in _PIP_OPTS_WITH_VALUE and i + 1 < len(toks):
-                opts.append(toks[i + 1])
-                i += 1
+    def visit(self, node: Node) -> None:
+        body = node.child_by_field_name("body") if node.type == "redirected_statement" else None
+        if node.type == "list" or body is not None and body.type == "list":
+            self.do_list(node)
+        elif node.type in ("command", "redirected_statement", "pipeline"):
+            self.do_unit(node)
         else:
-            pkgs.append(t.strip("'\""))
-        i += 1
-    return pkgs, opts
+            for c in node.children:
+                self.visit(c)
+
+    def edit(self, node: Node, new: str) -> None:
+        self.edits.append((node.start_byte, node.end_byte, new))
+
+    def removed(self, node: Node) -> str:
+        """What stands for a removed statement: a comment when nothing follows on its line
+        (a comment would swallow `; next`), else `true`."""
+        tail = self.src[node.end_byte:].split(b"\n", 1)[0].strip()
+        if in_body(node) and (not tail or tail.startswith(b"#")):
+            return f"{MARK} removed: " + text_of(node).splitlines()[0].strip()
+        return "true"
+
+    def wrap(self, cond: str) -> str:
+        self.n_pytest += 1
+        return (f'if {cond} && [ -z "${{tc_failed:-}}" ]; then echo 1 > {REWARD}; '
+                f"else tc_failed=1; echo 0 > {REWARD}; fi")
+
+    def do_unit(self, node: Node) -> None:
+        kind, new = self.classify(node)
+        if kind == "drop":
+            self.edit(node, self.removed(node))
+        elif kind == "text":
+            self.edit(node, new or "true")
+        elif kind == "pytest":
+            if in_body(node):
+                self.edit(node, self.wrap(new or ""))
+            else:
+                self.warn(node, "pytest runs inside a condition or pipeline: the reward is not "
+                          "pytest's own status there")
+                self.edit(node, new or "")
+        elif node.type == "redirected_statement" or node.type == "pipeline":
+            for c in node.children:  # a compound statement behind a redirect
+                if c.type not in ("command", "file_redirect", "heredoc_redirect"):
+                    self.visit(c)
+
+    def do_list(self, node: Node) -> None:
+        spans, ops = flatten(node)
+        units = [u for u, _ in spans]
+        acts = [self.classify(u, end) for u, end in spans]
+        if all(k == "keep" for k, _ in acts):
+            return
+        texts: list[str | None] = [
+            None if k == "drop" else new if k != "keep" else
+            self.src[u.start_byte:end].decode("utf-8", "surrogateescape")
+            for (u, end), (k, new) in zip(spans, acts)]
+        p = next((i for i, (k, _) in enumerate(acts) if k == "pytest"), None)
+        if p is None or not in_body(node):
+            folded = _fold(texts, ops)
+            if p is not None:
+                self.warn(node, "pytest runs inside a condition: the reward is not pytest's "
+                          "own status there")
+            self.edit(node, self.removed(node) if folded is None else folded)
+            return
+        cond = _fold(texts[:p + 1], ops[:p]) or ""
+        lines = [self.wrap(cond)]
+        for op, u, t in zip(ops[p:], units[p + 1:], texts[p + 1:]):
+            if t is None:
+                continue
+            if op == "||":
+                self.note(u, f"dropped '|| {t}' after pytest (the reward is pytest's own exit "
+                          "status)")
+            else:
+                lines.append(f'[ -n "${{tc_failed:-}}" ] || {{ {t}; }}')
+        self.edit(node, "\n".join(lines))
+
+    def convert(self) -> str:
+        self.visit(parse(self.src.decode("utf-8", "surrogateescape")).root_node)
+        out = self.src
+        for start, end, new in sorted(self.edits, reverse=True):
+            out = out[:start] + new.encode("utf-8", "surrogateescape") + out[end:]
+        return out.decode("utf-8", "surrogateescape")
 
 
-def _is_pytest_pkg(spec: str) -> bool:
-    return re.match(r"^pytest(?:[=<>!~;\[]|$)", spec) is not None
-
-
-def _pytest_args(args: str, report: ImportReport) -> str:
-    # cut at the first shell operator outside quotes: `|| true` would fake a pass
-    quote, cut = "", len(args)
-    for i, ch in enumerate(args):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "|;&":
-            cut = i
-            break
-    kept, dropped = args[:cut], args[cut:].strip()
-    if dropped:
-        report.notes.append(f"run-tests.sh: dropped {dropped!r} after pytest (the reward is "
-                            "pytest's own exit status)")
-    kept = re.sub(r"\s--ctrf(?:=|\s+)\S+", "", kept)  # pytest-json-ctrf is not installed
-    return kept.rstrip()
-
-
-def _rewrite_segment(seg: str, report: ImportReport) -> tuple[str | None, bool]:
-    """(new segment or None to drop it, whether it is a pytest call)."""
-    body = seg.strip()
-    if not body or body.startswith("#"):
-        return seg, False
-    for pattern, why in _DROP:
-        if pattern.match(body):
-            report.notes.append(f"run-tests.sh: removed {body!r} ({why})")
-            return None, False
-    m = _PIP_RE.match(body)
-    if m:
-        pkgs, opts = _packages(m.group("rest") or "")
-        moved = [p for p in pkgs if not _is_pytest_pkg(p)]
-        if any(o in ("-r", "--requirement") for o in opts):
-            report.notes.append(f"run-tests.sh: removed {body!r}; install its requirements "
-                                "file at build time in environment/Dockerfile")
-        for p in moved:
-            if p not in report.pip_packages:
-                report.pip_packages.append(p)
-        report.notes.append(f"run-tests.sh: removed {body!r}"
-                            + (f"; moved {' '.join(moved)} to a build-time pip install"
-                               if moved else " (pytest is preinstalled)"))
-        return None, False
-    m = _APT_RE.match(body)
-    if m:
-        pkgs, _ = _packages(m.group("rest") or "")
-        moved = [p for p in pkgs if p not in ("curl", "wget", "ca-certificates")]
-        for p in moved:
-            if p not in report.apt_packages:
-                report.apt_packages.append(p)
-        report.notes.append(f"run-tests.sh: removed {body!r}"
-                            + (f"; moved {' '.join(moved)} to a build-time apt-get install"
-                               if moved else " (only needed to download uv)"))
-        return None, False
-    m = _PYTEST_RE.match(body)
-    if m and _LAUNCHERS.match(m.group("launch").strip()):
-        lead = seg[:len(seg) - len(seg.lstrip())]
-        return f"{lead}{PYTEST}{_pytest_args(m.group('args'), report)}", True
-    uv = re.match(r"^uv\s+run\s+(?:--\S+(?:\s+\S+)?\s+)*(?P<cmd>.*)$", body)
-    if uv:
-        lead = seg[:len(seg) - len(seg.lstrip())]
-        cmd = re.sub(r"^python(?=\s|$)", "python3", uv.group("cmd"))  # Debian has no `python`
-        report.notes.append(f"run-tests.sh: {body!r} runs as {cmd!r}")
-        return lead + cmd, False
-    return seg, False
+def _fold(texts: list[str | None], ops: list[str]) -> str | None:
+    """``a OP b OP c`` with None for a removed command (one that succeeded), simplified:
+    ``true || x`` never runs x, ``true && x`` is x, ``x && true`` is x. None: nothing left."""
+    acc = texts[0]
+    for op, t in zip(ops, texts[1:]):
+        if acc is None:
+            if op == "&&":
+                acc = t
+        elif t is None:
+            if op == "||":
+                acc = f"{acc} || true"
+        else:
+            acc = f"{acc} {op} {t}"
+    return acc
 
 
 def convert_run_tests(text: str | None, report: ImportReport) -> str:
@@ -190,55 +145,14 @@ def convert_run_tests(text: str | None, report: ImportReport) -> str:
         report.notes.append("no run-tests.sh: the tests run as plain pytest on "
                             "$TEST_DIR/test_outputs.py")
         text = 'pytest "$TEST_DIR/test_outputs.py" -rA\n'
-    body: list[str] = []
-    n_pytest = 0
-    for line in _logical_lines(text):
-        if line.startswith("#!"):
-            continue
-        parts = _split_segments(line)
-        segs, seps = parts[0::2], parts[1::2]
-        new_segs, pytest_at, changed = [], [], False
-        for k, seg in enumerate(segs):
-            new, is_pytest = _rewrite_segment(seg, report)
-            changed = changed or new != seg
-            if new is not None:
-                new_segs.append((k, new))
-                if is_pytest:
-                    pytest_at.append(len(new_segs) - 1)
-        if not changed:
-            body.append(line)
-            continue
-        if not new_segs:
-            if line.strip():
-                body.append(f"{MARK} removed: {line.strip()}")
-            continue
-        if pytest_at:
-            n_pytest += len(pytest_at)
-            # pytest gets a line of its own; `pytest ... || fallback` loses the fallback,
-            # which would turn a failing run into a pass
-            skip = False
-            for pos, (k, s) in enumerate(new_segs):
-                if skip and seps[k - 1].strip() == "||":
-                    report.notes.append(f"run-tests.sh: dropped '|| {s.strip()}' after pytest "
-                                        "(the reward is pytest's own exit status)")
-                    continue
-                skip = pos in pytest_at
-                body.append(_wrap_pytest(s) if skip else s.strip())
-            continue
-        rebuilt = new_segs[0][1]
-        for k, s in new_segs[1:]:
-            rebuilt += seps[k - 1] + s.strip()
-        body.append(rebuilt)
-    if n_pytest == 0:
+    conv = _Converter(text, report)
+    body = conv.convert()
+    lines = [ln for ln in body.splitlines() if not ln.startswith("#!")]
+    if conv.n_pytest == 0:
         report.notes.append("run-tests.sh has no pytest call: the reward is the script's exit "
                             "status")
-        return "\n".join(head[:-1] + ["tc_tests() {", ":", *body, "}",
-                                       f"if (tc_tests); then echo 1 > {REWARD}; "
+        # a plain subshell, not `if (...)`: bash ignores `set -e` inside a condition
+        return "\n".join(head[:-1] + ["(", *lines, ")", "tc_status=$?",
+                                       f'if [ "$tc_status" -eq 0 ]; then echo 1 > {REWARD}; '
                                        f"else echo 0 > {REWARD}; fi", ""])
-    return "\n".join(head + body) + "\n"
-
-
-def _wrap_pytest(cmd: str) -> str:
-    lead = cmd[:len(cmd) - len(cmd.lstrip())]
-    return (f'{lead}if {cmd.strip()} && [ -z "${{tc_failed:-}}" ]; then echo 1 > {REWARD}; '
-            f"else tc_failed=1; echo 0 > {REWARD}; fi")
+    return "\n".join(head + lines) + "\n"
