@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable
 
 from ..records import VerifierReport
-from ..sandbox import Sandbox
+from ..sandbox import Sandbox, ShellUnavailable
 from ..trialdir import TrialPaths
 from .build import instance_env
 from .model import Task
@@ -67,7 +67,12 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
                  agent_written: Iterable[str] = (), instance: int = 0) -> VerifierReport:
     shell = sandbox.verifier_shell
     shell.put_tree("/tests", _tests_files(task.tests_dir))
-    shell.start(cwd=sandbox.workdir, env={**task.verifier_env, **instance_env(task, instance)})
+    try:
+        shell.start(cwd=sandbox.workdir, env={**task.verifier_env, **instance_env(task, instance)})
+    except ShellUnavailable as exc:  # the agent's files or processes left it none: reward 0
+        shell.finish(grace=0.0)
+        return VerifierReport(reward=0.0, error=f"the verifier could not run: {exc}",
+                              on_suspect=task.on_suspect)
     try:
         rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec, output_cap=1 << 20)
         cap = task.logs_max_mb << 20  # [verifier] logs_max_mb: nothing copied past it
@@ -80,6 +85,8 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     paths.verifier_trace.write_text(trace_text)
     vdir = paths.verifier_dir
     notes = _save_logs(logs, vdir)
+    if shell.collect_left_out:
+        notes.append(f"{shell.collect_left_out} more files in /logs/verifier not copied")
     resources = verifier_resources(trace_text, agent_written=agent_written)
     paths.resources.write_text(json.dumps(resources, indent=2) + "\n")
     paths.test_stdout.write_text(rec.stdout)
