@@ -136,8 +136,9 @@ class AgentEnv:
         )
         self.steplog.append(self.trajectory.steps[-1])
         run_step_hooks(self.trajectory)
-        if self.sandbox.shell.lost:
-            raise ShellLost(self.sandbox.shell.lost)
+        lost = getattr(self.sandbox.shell, "lost", None)  # the shell could not be restarted
+        if lost:
+            raise ShellLost(lost)
         self._check_storage(rec)
         return rec
 
