@@ -49,6 +49,7 @@ class CommandRecord:
     # the working directories the trace saw (set with the accesses, from the whole session);
     # None: not recorded (an older trajectory: DepGPO parses the session trace instead)
     trace_cwd: "TraceCwd | None" = None
+    files_dropped: int = 0  # written paths past the per-step snapshot cap: not in ``files``
 
 
 @dataclass
@@ -72,6 +73,9 @@ class FileState:
     target: str | None = None  # symlink target
     text: bool = False  # content is UTF-8 text (kept in `content` when within the cap)
     content: str | None = None
+    # the hash covers the size and the first allocated bytes only (a file past the shim's hash
+    # cap, e.g. a huge sparse one): equal hashes mean "probably unchanged", not "identical"
+    partial: bool = False
 
 
 @dataclass

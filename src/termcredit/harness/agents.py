@@ -41,8 +41,24 @@ class AgentTimeout(Exception):
     """The agent's total time ([agent].timeout_sec) is used up."""
 
 
-class ResourceLimit(Exception):
+class AgentFailure(Exception):
+    """The agent broke its own episode (its files, processes or resource use): the episode ends
+    with ``termination`` and this reason (``info[termination]``), and is scored, never masked."""
+
+    termination = "agent_failure"
+
+
+class ResourceLimit(AgentFailure):
     """The episode used more than the task allows ([environment] storage_mb): it ends here."""
+
+    termination = "resource_limit"
+
+
+class ShellLost(AgentFailure):
+    """The shell ended and could not be started again (the agent removed its program, took
+    every pid, ...): nothing more can run, the episode ends here."""
+
+    termination = "shell_lost"
 
 
 NUL_BYTE = "the command contains a NUL byte"  # trainer/actions.py parse_action says the same
@@ -121,6 +137,9 @@ class AgentEnv:
         )
         self.steplog.append(self.trajectory.steps[-1])
         run_step_hooks(self.trajectory)
+        lost = getattr(self.sandbox.shell, "lost", None)  # the shell could not be restarted
+        if lost:
+            raise ShellLost(lost)
         self._check_storage(rec)
         return rec
 

@@ -28,6 +28,9 @@ CONTENT_CAP = 1 << 18  # text files up to 256 KiB keep their content for line ow
 # the sandbox); past this, steps keep the accesses of their own segment (background jobs'
 # late writes then go unattributed) so the harness's memory stays bounded per episode too.
 SESSION_PARSE_CAP = 96 << 20
+# paths hashed after one step (a `cp -r` of a whole tree): past it the step keeps the first ones
+# and counts the rest in ``files_dropped``, so one step's check stays a few seconds
+STEP_FILES_CAP = 20000
 
 
 class StepObserver:
@@ -74,7 +77,8 @@ class StepObserver:
         candidates = sorted(seg.written | seg.meta)
         if not candidates:
             return
-        rec.files = self.shell.snapshot(candidates, content_cap=self.content_cap)
+        rec.files_dropped = max(0, len(candidates) - STEP_FILES_CAP)
+        rec.files = self.shell.snapshot(candidates[:STEP_FILES_CAP], content_cap=self.content_cap)
         self.store(rec.files)
 
     def store(self, states: Iterable[FileState]) -> None:
@@ -123,9 +127,10 @@ class StepObserver:
                     summary.read.discard(path)
                     summary.derived_from.pop(path, None)
             rec.accesses = summary
-            late = summary.written - {f.path for f in rec.files}
-            if late:  # written after the step's snapshot (background jobs): their state now
-                rec.files = rec.files + self.shell.snapshot(sorted(late),
+            late = sorted(summary.written - {f.path for f in rec.files})
+            room = max(0, STEP_FILES_CAP - len(rec.files))
+            if late and room:  # written after the step's snapshot (background jobs): their state now
+                rec.files = rec.files + self.shell.snapshot(late[:room],
                                                            content_cap=self.content_cap)
                 self.store(rec.files)
             for path in summary.written:

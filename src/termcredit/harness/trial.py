@@ -7,7 +7,7 @@ from pathlib import Path
 from ..records import TrialResult
 from ..sandbox import SandboxPool, SandboxSpec
 from ..tasks import Task
-from .agents import Agent, AgentTimeout, ResourceLimit
+from .agents import Agent, AgentFailure, AgentTimeout
 from .episode import Episode, task_spec
 
 __all__ = ["run_trial", "task_spec"]
@@ -27,8 +27,8 @@ def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, tr
             ep.end(getattr(agent, "termination", None) or "done")
         except AgentTimeout:
             ep.end("agent_timeout")
-        except ResourceLimit as exc:
-            ep.end("resource_limit", resource_limit=str(exc))
+        except AgentFailure as exc:  # resource_limit, shell_lost: the agent's, scored
+            ep.end(exc.termination, **{exc.termination: str(exc)})
         except Exception as exc:  # recorded per trial; the run goes on
             ep.fail(exc, "agent", by_agent=True)
         except BaseException:  # interrupted: keep what ran, give the sandbox back

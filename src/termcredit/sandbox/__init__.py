@@ -9,10 +9,11 @@ from .imagemap import ImageMap
 from .images import build_task_image
 from .owner import gc
 from .pool import SandboxPool
-from .shell import ShellError, TracedShell
+from .shell import ShellError, ShellUnavailable, TracedShell
 
 __all__ = [
-    "Sandbox", "SandboxSpec", "SandboxPool", "TracedShell", "ShellError", "EngineError",
+    "Sandbox", "SandboxSpec", "SandboxPool", "TracedShell", "ShellError", "ShellUnavailable",
+    "EngineError",
     "ImageBuildError", "ImageMap", "build_task_image", "ensure_base_image", "docker_client", "gc",
     "BASES", "DEFAULT_BASE", "base_image_ref",
 ]

@@ -99,6 +99,8 @@ class Sandbox:
             nano_cpus=int(spec.cpus * 1e9),
             mem_limit=mem,
             memswap_limit=mem,
+            # /dev/shm is memory the container is charged for: at most a quarter of it
+            shm_size=f"{max(4, min(64, int(spec.memory_mb) // 4))}m",
             pids_limit=spec.pids_limit,
             security_opt=["no-new-privileges"],
             cap_drop=["ALL"],

@@ -167,7 +167,14 @@ def restrict():
 
 
 def spawn(msg, fds):
-    pid = os.fork()
+    """Fork the session's shell; its pid, or the reason it could not be forked (no pid left:
+    the agent's processes took them) after closing the shell's pipes."""
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        for fd in fds:
+            os.close(fd)
+        return "cannot fork the shell: %s" % os.strerror(exc.errno or 0)
     if pid == 0:
         try:
             os.setsid()
@@ -186,8 +193,13 @@ def spawn(msg, fds):
                 os.chdir(msg.get("cwd") or "/")
             except OSError:
                 os.chdir("/")
+            # the OOM killer's order: the agent's processes first (+1000, inherited, and the
+            # floor the agent cannot lower without CAP_SYS_RESOURCE), the harness's (-1000) never
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write(str(int(msg.get("oom_score_adj", 0))))
             restrict()
-            os.execvpe("bash", ["bash", "--norc", "--noprofile"], msg["env"])
+            shell = msg.get("shell") or "bash"
+            os.execvpe(shell, [os.path.basename(shell), "--norc", "--noprofile"], msg["env"])
         except BaseException as exc:  # noqa: BLE001 - the child must never return
             os.write(2, ("termcredit: cannot start the shell: %s\n" % exc).encode())
         os._exit(127)
@@ -229,8 +241,11 @@ def serve(ctl):
                 os._exit(0)  # the shim is gone: the namespace (every process in it) ends here
             if msg.get("op") == "spawn" and len(fds) in (3, 4):
                 pid = spawn(msg, fds)
-                shells.add(pid)
-                send(ctl, {"op": "spawned", "pid": pid})
+                if isinstance(pid, str):
+                    send(ctl, {"op": "spawned", "pid": None, "error": pid})
+                else:
+                    shells.add(pid)
+                    send(ctl, {"op": "spawned", "pid": pid})
             elif msg.get("op") == "prepare" and not PRIVATE:
                 try:
                     report = prepare_root(list(msg.get("declared") or []), msg.get("workdir"))

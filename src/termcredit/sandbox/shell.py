@@ -28,7 +28,8 @@ _HERE = Path(__file__).parent
 NSINIT_SOURCE = "\n".join((_HERE / name).read_text() for name in ("pristine.py", "nsinit.py"))
 # definitions first (shim_state, shim_session): the package imports fail in the sandbox
 SHIM_SOURCE = "\n".join((_HERE / name).read_text()
-                         for name in ("shim_state.py", "shim_session.py", "shim.py")).encode()
+                         for name in ("shim_state.py", "shim_files.py", "shim_session.py",
+                                      "shim.py")).encode()
 # Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
 BOOTSTRAP = (
     "import os,sys\nn=int(sys.argv[1]);s=b''\nwhile len(s)<n:s+=os.read(0,n-len(s))\n"
@@ -38,6 +39,8 @@ BOOTSTRAP = (
 SESSIONS = ("agent", "verifier")
 MAX_HEADER = 1 << 20  # bytes of JSON in one frame header
 MAX_TRACE = 80 << 20  # bytes of trace in one frame (a step's is cut to 20 MiB in the shim)
+# paths in one snapshot/resolve request; the shim answers for those that fit its reply cap
+REQUEST_PATHS, REQUEST_BYTES = 8192, 1 << 20
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _KINDS = {"file", "dir", "symlink", "missing", "other", "unreadable"}
 
@@ -60,6 +63,13 @@ def _shell_changes(raw: Any) -> dict[str, str] | None:
 
 class ShellError(RuntimeError):
     """The traced shell could not be started, stopped answering, or broke the protocol."""
+
+
+class ShellUnavailable(RuntimeError):
+    """The shim answered, whole, that the session's shell could not run: its program is gone
+    or no pid was left for it. The shim, strace and the namespace inits were made before the
+    agent ran and need nothing new of the container (pids, memory, files) to answer, so after
+    the agent has run this is the agent's doing, not an infrastructure failure."""
 
 
 @dataclass
@@ -223,6 +233,9 @@ class TracedShell:
         self.session_trace: list[str] = [conn.startup[role]]
         self.integrity: list[str] = []  # session-level reasons (outside any command)
         self.started = False
+        self.collect_left_out = 0  # entries the last collect left out (past the shim's cap)
+        self.shell_path: str | None = None  # the shell's program (None: ``bash`` on PATH)
+        self.lost: str | None = None  # why the shell could not be restarted after a command
 
     @property
     def marker_dir(self) -> str:
@@ -235,12 +248,13 @@ class TracedShell:
                                  max_blobs=max_blobs, max_total=limit)
 
     def start(self, *, cwd: str | None = None, env: dict[str, str] | None = None) -> None:
-        frame = self._req("start", cwd=cwd, env=env or {})
+        frame = self._req("start", cwd=cwd, env=env or {}, shell=self.shell_path)
         self.integrity += _reasons(frame.header.get("integrity", []))
         self.session_trace.append(frame.blobs[0].decode("utf-8", "replace"))
         if frame.header.get("alive") is not True:
-            raise ShellError(f"bash failed to start in the {self.role} session"
-                             + self.conn._stream.diag())
+            why = frame.header.get("error")
+            raise ShellUnavailable(f"the {self.role} shell did not start: "
+                                   + (why[:2000] if isinstance(why, str) else "no reason given"))
         self.started = True
 
     def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> CommandRecord:
@@ -259,6 +273,9 @@ class TracedShell:
                  "result fields")
         out, err, trace = frame.blobs
         _require(len(out) <= out_max and len(err) <= out_max, "output over its cap")
+        lost = h.get("shell_lost")
+        _require(lost is None or (isinstance(lost, str) and len(lost) <= 2000), "shell_lost")
+        self.lost = lost
         trace_text = from_bytes(trace)
         self.session_trace.append(trace_text)
         return CommandRecord(  # output as it was: bytes not UTF-8 kept (rawtext.py)
@@ -273,27 +290,48 @@ class TracedShell:
             cwd=h["cwd"] if isinstance(h.get("cwd"), str) and len(h["cwd"]) <= 4096 else None,
         )
 
+    def _batches(self, paths: list[str]) -> list[list[str]]:
+        """Requests of at most REQUEST_PATHS paths and REQUEST_BYTES of names each."""
+        out: list[list[str]] = []
+        size = 0
+        for path in paths:
+            if not out or size + len(path) > REQUEST_BYTES or len(out[-1]) >= REQUEST_PATHS:
+                out.append([])
+                size = 0
+            out[-1].append(path)
+            size += len(path)
+        return out
+
     def snapshot(self, paths: list[str], *, content_cap: int = 1 << 18) -> list[FileState]:
-        """Hash (and, for UTF-8 text up to ``content_cap`` bytes, keep) each path as it is now."""
-        paths = list(paths)
-        frame = self._req("snapshot", paths=paths, content_cap=content_cap,
-                          max_blobs=len(paths), limit=len(paths) * (content_cap + 1))
-        entries = frame.header.get("entries")
-        _require(isinstance(entries, list) and len(entries) == len(paths)
-                 and len(frame.blobs) == len(paths), "snapshot entries")
-        return [_file_state(path, entry, blob, content_cap)
-                for path, entry, blob in zip(paths, entries, frame.blobs)]
+        """Hash (and, for UTF-8 text up to ``content_cap`` bytes, keep) each path as it is now.
+        The shim answers for as many paths as fit its bounded reply; the rest are asked again."""
+        out: list[FileState] = []
+        for batch in self._batches(list(paths)):
+            while batch:
+                frame = self._req("snapshot", paths=batch, content_cap=content_cap,
+                                  max_blobs=len(batch), limit=len(batch) * (content_cap + 1))
+                entries = frame.header.get("entries")
+                _require(isinstance(entries, list) and 0 < len(entries) <= len(batch)
+                         and len(frame.blobs) == len(entries), "snapshot entries")
+                out += [_file_state(path, entry, blob, content_cap)
+                        for path, entry, blob in zip(batch, entries, frame.blobs)]
+                batch = batch[len(entries):]
+        return out
 
     def resolve(self, paths: list[str]) -> dict[str, list[str]]:
         """path -> the files the kernel runs for it (symlink target, ``#!`` interpreter)."""
-        paths = list(paths)
-        frame = self._req("resolve", paths=paths, max_blobs=0, limit=0)
-        targets = frame.header.get("targets")
-        _require(isinstance(targets, list) and len(targets) == len(paths) and all(
-            isinstance(t, list) and len(t) <= 2 and all(
-                isinstance(x, str) and x.startswith("/") and len(x) <= 4096 for x in t)
-            for t in targets), "resolve")
-        return {p: t for p, t in zip(paths, targets) if t}
+        found: dict[str, list[str]] = {}
+        for batch in self._batches(list(paths)):
+            while batch:
+                frame = self._req("resolve", paths=batch, max_blobs=0, limit=0)
+                targets = frame.header.get("targets")
+                _require(isinstance(targets, list) and 0 < len(targets) <= len(batch) and all(
+                    isinstance(t, list) and len(t) <= 2 and all(
+                        isinstance(x, str) and x.startswith("/") and len(x) <= 4096 for x in t)
+                    for t in targets), "resolve")
+                found.update((p, t) for p, t in zip(batch, targets) if t)
+                batch = batch[len(targets):]
+        return found
 
     def finish(self, grace: float = 2.0) -> str:
         """End the shell and every process of its namespace (after up to ``grace`` s for them
@@ -344,11 +382,14 @@ class TracedShell:
                   blobs=tuple(b for _, _, b in files), max_blobs=0, limit=0, wait=120)
 
     def collect(self, root: str, *, max_file: int, max_total: int) -> list[tuple[dict[str, Any], bytes]]:
-        """Regular files of a private folder (capped); other kinds come with empty content."""
+        """Regular files of a private folder (capped); other kinds come with empty content.
+        Entries past the shim's count cap are left out (``collect_left_out`` says how many)."""
         frame = self._req("collect", root=root, max_file=max_file, max_total=max_total,
                           max_blobs=10000, limit=max_total, wait=120)
-        entries = frame.header.get("entries")
-        _require(isinstance(entries, list) and len(entries) == len(frame.blobs), "collect")
+        entries, left_out = frame.header.get("entries"), frame.header.get("left_out", 0)
+        _require(isinstance(entries, list) and len(entries) == len(frame.blobs)
+                 and type(left_out) is int and left_out >= 0, "collect")
+        self.collect_left_out = left_out
         for e, blob in zip(entries, frame.blobs):
             _require(isinstance(e, dict) and isinstance(e.get("path"), str)
                      and e.get("kind") in ("file", "symlink", "other")
@@ -366,6 +407,7 @@ def _file_state(path: str, entry: Any, blob: bytes, content_cap: int) -> FileSta
     _require(sha is None or (isinstance(sha, str) and _HEX64.fullmatch(sha) is not None),
              "sha256 is not 64 hex characters")
     size, mode, target = entry.get("size", 0), entry.get("mode"), entry.get("target")
+    _require(isinstance(entry.get("partial", False), bool), "partial")
     _require(type(size) is int and size >= 0 and (mode is None or (type(mode) is int
              and 0 <= mode <= 0o7777)) and (target is None or (isinstance(target, str)
              and len(target) <= 4096)) and len(blob) <= content_cap + 1, "snapshot fields")
@@ -378,4 +420,5 @@ def _file_state(path: str, entry: Any, blob: bytes, content_cap: int) -> FileSta
         except UnicodeDecodeError:
             content = None
     return FileState(path=path, kind=entry["kind"], size=size, sha256=sha, mode=mode,
-                     target=target, text=bool(entry.get("text")), content=content)
+                     target=target, text=bool(entry.get("text")), content=content,
+                     partial=bool(entry.get("partial")))

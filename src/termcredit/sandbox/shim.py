@@ -12,12 +12,14 @@ The FIFO is unlinked as soon as strace has opened it, so the trace exists only a
 
 Wire protocol (both directions): frames of ``>I`` header length, JSON header, then the raw blobs
 whose byte lengths the header lists in ``"blobs"``. Every request names its session ``"s"``.
-  start {cwd, env} -> ready + startup trace      run {seq, cmd, timeout, cap} -> result + out, err, trace
+  start {cwd, env, shell} -> ready + trace        run {seq, cmd, timeout, cap} -> result + out, err, trace
   snapshot {paths, content_cap} -> snapshot      finish {grace} / kill -> finished + trace tail
   watch / unwatch -> watched + trace             put {root, files} + blobs -> put
-  collect {root, max_file, max_total} -> collected + blobs
+  collect {root, max_file, max_total} -> collected {entries, left_out} + blobs
   resolve {paths} -> resolved {targets}                                       close
   prepare {declared, workdir} -> prepared {toolchain, notes}    check -> checked {changed}
+snapshot and resolve answer for the first paths whose entries fit a bounded reply (at least
+one); the host asks again for the rest (shim_files.py).
 """
 import json
 import os
@@ -27,9 +29,9 @@ import sys
 import threading
 import time
 
-try:  # imported as part of the package (tests); in the sandbox shim_session's source comes first
-    from .shim_session import (Session, ansi_c_quote, read_tree, resolve,  # noqa: F401
-                               snapshot, write_tree)
+try:  # imported as part of the package (tests); in the sandbox their sources come first
+    from .shim_files import read_tree, resolve, snapshot, write_tree
+    from .shim_session import Session, ansi_c_quote  # noqa: F401
 except ImportError:
     pass
 
@@ -72,8 +74,10 @@ def handle(sessions, req, blobs):
     if s is None:
         return send({"op": "error", "error": "no session %r" % req.get("s")})
     if op == "start":
+        s.shell = req.get("shell") or s.shell
         s.start(req.get("cwd") or "/", dict(os.environ, **(req.get("env") or {})))
         return send({"op": "ready", "alive": s.alive, "bash_pid": s.bash_pid,
+                     "error": None if s.alive else s.start_error,
                      "integrity": s.take_integrity()}, s.take_trace())
     if op == "run":
         header, out, err, trace = s.run(req["seq"], req["cmd"], req["end"], req["timeout"],
@@ -102,10 +106,27 @@ def handle(sessions, req, blobs):
         write_tree(s.root_of(req["root"]), req["files"], blobs)
         return send({"op": "put"})
     if op == "collect":
-        entries, parts, dropped = read_tree(s.root_of(req["root"]), req["max_file"],
-                                            req["max_total"])
-        return send({"op": "collected", "entries": entries, "dropped": dropped}, *parts)
+        entries, parts, left_out = read_tree(s.root_of(req["root"]), req["max_file"],
+                                             req["max_total"])
+        return send({"op": "collected", "entries": entries, "left_out": left_out}, *parts)
     return send({"op": "error", "error": "unknown op %r" % op})
+
+
+def protect_harness():
+    """Every process here now is the harness's (docker-init, its sleep, this shim; strace and
+    the namespace inits inherit it): never the OOM killer's choice. A negative value needs
+    CAP_SYS_RESOURCE, which an engine running without it cannot grant a container; then the
+    harness stays at 0 and the agent's processes, at +1000 (nsinit.py), still go first.
+    Returns the processes it could not protect."""
+    failed = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/oom_score_adj" % name, "w") as f:
+                    f.write("-1000")
+            except OSError:
+                failed.append(int(name))
+    return failed
 
 
 def main():
@@ -113,11 +134,13 @@ def main():
     # its own, e.g. heap corruption after some eval parse errors) must be an EPIPE the session
     # handles by restarting the shell, not a signal that kills the shim and every session with
     # it. A host that went away still ends the shim: EOF on stdin, or a failed send.
+    unprotected = protect_harness()
     sessions = {}
     for name, scfg in CFG["sessions"].items():
         sessions[name] = Session(name, scfg["mark"], scfg["strace"], CFG["nsinit"],
                                  CFG.get("pin_cpu"))
-    send({"op": "hello", "sessions": {n: s.describe() for n, s in sessions.items()}},
+    send({"op": "hello", "sessions": {n: s.describe() for n, s in sessions.items()},
+          "unprotected": unprotected},
          *[s.take_trace() for s in sessions.values()])
     while True:
         try:

@@ -7,7 +7,6 @@ import os
 import select
 import signal
 import socket
-import stat as st
 import struct
 import subprocess
 import sys
@@ -21,6 +20,7 @@ except ImportError:
 
 GRACE_S = 1.0  # after killing a timed-out command's processes, wait this long before killing bash
 TAIL_KEEP = 4096
+AGENT_OOM_ADJ = 1000  # the agent's shell and all it starts: the OOM killer's first choice
 WATCH_CAP = 64 << 20  # trace kept while watching agent processes during verification
 TRACE_HEAD, TRACE_TAIL = 12 << 20, 4 << 20  # a step's trace kept: head and tail, whole lines
 BATCH_AFTER_S, BATCH_SLEEP_S = 0.01, 0.003
@@ -140,6 +140,7 @@ class Session:
         self.state_buf, self.shell_state, self.state_lost = bytearray(), None, False
         self.cwd, self.watcher, self.ns_gone, self.bash_code = "/", None, False, None
         self.trace_dropped = 0
+        self.shell, self.start_error = "bash", None  # the shell's program; why it did not start
         self.ctl, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl.setblocking(False)
         src_r, src_w = os.pipe()
@@ -183,6 +184,11 @@ class Session:
             os.unlink(fifo)
         if not (up and self.init_pid):
             raise RuntimeError("%s namespace did not come up" % role)
+        go_r, go_w = os.pipe()
+        stop_r, stop_w = os.pipe()
+        os.set_blocking(stop_r, False)
+        self.watch_pipes, self.watch_done = (go_r, go_w, stop_r, stop_w), threading.Event()
+        threading.Thread(target=self._watcher, daemon=True).start()
 
     def describe(self):
         return {"role": self.role, "init_pid": self.init_pid}
@@ -258,7 +264,9 @@ class Session:
         err_r, err_w = os.pipe()
         st_r, st_w = os.pipe()
         os.set_blocking(st_r, False)
-        ctl_send(self.ctl, {"op": "spawn", "cwd": cwd, "env": env}, [in_r, out_w, err_w, st_w])
+        ctl_send(self.ctl, {"op": "spawn", "cwd": cwd, "env": env, "shell": self.shell,
+                            "oom_score_adj": AGENT_OOM_ADJ if self.role == "agent" else 0},
+                 [in_r, out_w, err_w, st_w])
         for fd in (in_r, out_w, err_w, st_w):
             os.close(fd)
         for fd in (self.stdin_w, self.out_fd, self.err_fd, self.state_fd):
@@ -267,23 +275,40 @@ class Session:
         self.stdin_w, self.out_fd, self.err_fd, self.state_fd = in_w, out_r, err_r, st_r
         self.state_buf, self.shell_state, self.state_lost = bytearray(), None, False
         self.env, self.bash_inner, deadline = env, None, time.monotonic() + 20
-        while self.bash_inner is None and time.monotonic() < deadline and not self.ns_gone:
+        self.start_error, spawned = None, False
+        while not spawned and time.monotonic() < deadline and not self.ns_gone:
             select.select([self.ctl, self.trace_fd], [], [], 0.05)
             self._drain_trace()
             for msg in self._ctl_messages():
                 if msg.get("op") == "spawned":
-                    self.bash_inner = msg["pid"]
+                    self.bash_inner, spawned = msg["pid"], True
+                    self.start_error = msg.get("error")
         self.bash_pid = self._outer_pid(self.bash_inner) if self.bash_inner else None
         self.alive = self.bash_pid is not None
         if self.alive:
             token = os.urandom(8).hex()
-            os.write(self.stdin_w, (INIT_SCRIPT % self.mark + dump_script(token) + "\n").encode())
+            try:
+                os.write(self.stdin_w, (INIT_SCRIPT % self.mark + dump_script(token) + "\n").encode())
+            except OSError:  # it ended at once (no such program, ...): the reason is on stderr
+                self.alive = False
             deadline = time.monotonic() + 10
             while self.shell_state is None and time.monotonic() < deadline and self.alive:
                 select.select([self.state_fd, self.ctl], [], [], 0.05)
                 self._ctl_messages()
                 self._read_state()
                 self.shell_state = self._take_report(token)
+        if not self.alive and self.start_error is None:
+            self.start_error = self._start_failure()
+
+    def _start_failure(self):
+        """Why the shell is not running: the namespace's word, or what it said on stderr."""
+        if self.ns_gone:
+            return "the %s namespace is gone" % self.role
+        said = Capped(2000)
+        while select.select([self.err_fd], [], [], 0.2)[0] and self._read_into(self.err_fd, said):
+            pass
+        text = said.value().decode("utf-8", "replace").strip()
+        return text or "%s did not start" % self.shell
 
     def _read_state(self):
         """Drain the state pipe into the buffer (bounded: past STATE_CAP the report in progress
@@ -431,6 +456,8 @@ class Session:
             if not self.ns_gone:
                 self.start(self.cwd if os.path.isdir(self.cwd) else "/", self.env)
                 trace += self.take_trace()
+            if not self.alive:  # the agent's files or processes left no shell to restart
+                header["shell_lost"] = (self.start_error or "the shell did not restart")[:2000]
         header.update(stdout_dropped=out.dropped, stderr_dropped=err.dropped,
                       trace_dropped=self.trace_dropped, integrity=self.take_integrity())
         return header, out.value(), err.value(), trace
@@ -503,15 +530,19 @@ class Session:
             except OSError:
                 pass
 
-    def watch(self):
-        """Keep draining this session (trace, output) in the background, e.g. while the
-        verifier runs: agent services go on, traced, and never block on a full pipe."""
-        stop_r, stop_w = os.pipe()
+    def _watcher(self):
+        """The background drain (see ``watch``), made with the session: a thread is a pid, and
+        one made only at verification could find none left (the agent's processes took them)."""
+        go_r, stop_r = self.watch_pipes[0], self.watch_pipes[2]
         sink = Capped(0)
-
-        def loop():
-            cut, outputs = 0, [fd for fd in (self.out_fd, self.err_fd) if fd is not None]
-            while True:
+        while os.read(go_r, 1):
+            try:
+                while True:
+                    os.read(stop_r, 64)  # a stop left from a loop that ended on its own
+            except BlockingIOError:
+                pass
+            cut, outputs, ended = 0, [fd for fd in (self.out_fd, self.err_fd) if fd is not None], False
+            while not ended:
                 ready = select.select([self.ctl, self.trace_fd, stop_r] + outputs, [], [], 0.5)[0]
                 if stop_r in ready:
                     break
@@ -520,24 +551,31 @@ class Session:
                         self._ctl_messages()
                     elif fd == self.trace_fd:
                         if not self._drain_trace():
-                            return
+                            ended = True
+                            break
                         if len(self.trace) > WATCH_CAP:
                             cut += len(self.trace) - WATCH_CAP
                             del self.trace[WATCH_CAP:]
                     elif not self._read_into(fd, sink):
                         outputs.remove(fd)
-            self._drain_trace()
+            if not ended:
+                self._drain_trace()
             if cut:
                 self._flag("trace of agent processes during verification cut (%d bytes)" % cut)
+            self.watch_done.set()
 
-        self.watcher = (threading.Thread(target=loop, daemon=True), stop_w)
-        self.watcher[0].start()
+    def watch(self):
+        """Keep draining this session (trace, output) in the background, e.g. while the
+        verifier runs: agent services go on, traced, and never block on a full pipe."""
+        if self.watcher is None:
+            self.watch_done.clear()
+            os.write(self.watch_pipes[1], b"x")
+            self.watcher = True
 
     def unwatch(self):
         if self.watcher is not None:
-            thread, stop_w = self.watcher
-            os.write(stop_w, b"x")
-            thread.join()
+            os.write(self.watch_pipes[3], b"x")
+            self.watch_done.wait()
             self.watcher = None
         self._drain_trace()
         return self.take_trace()
@@ -585,133 +623,3 @@ class Session:
                         raise RuntimeError(msg["error"])
                     return
         raise RuntimeError("no private %s in the %s namespace" % (root, self.role))
-
-
-def _safe_rel(rel):
-    parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise ValueError("bad relative path %r" % rel)
-    return rel
-
-
-def write_tree(base, files, blobs):
-    """Write files under a fresh private folder (the verifier's /tests): nothing else writes
-    there before the verifier starts, so exclusive creation and no symlinks are enough."""
-    for entry, data in zip(files, blobs):
-        path = os.path.join(base, _safe_rel(entry["path"]))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                     entry.get("mode", 0o644) & 0o777)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-
-
-def read_tree(base, max_file, max_total):
-    """Regular files under ``base`` (never following links), each up to ``max_file`` bytes,
-    ``max_total`` in all, smallest first (a huge file cannot crowd out reward.txt); other kinds
-    are listed so the host can say why they were skipped."""
-    found = []
-    for folder, dirs, names in os.walk(base, followlinks=False):
-        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            path = os.path.join(folder, name)
-            try:
-                found.append((path, os.lstat(path)))
-            except OSError:
-                continue
-    out, total, dropped = {}, 0, 0
-    for path, info in sorted(found, key=lambda f: (f[1].st_size, f[0])):
-        rel = os.path.relpath(path, base)
-        if not st.S_ISREG(info.st_mode):
-            out[rel] = ({"path": rel, "kind": "symlink" if st.S_ISLNK(info.st_mode) else "other"}, b"")
-            continue
-        data = b""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as f:
-                data = f.read(max(0, min(max_file, max_total - total)))
-        except OSError:
-            pass
-        total += len(data)
-        dropped += max(0, info.st_size - len(data))
-        out[rel] = ({"path": rel, "kind": "file", "size": info.st_size,
-                     "truncated": len(data) < info.st_size}, data)
-    rels = sorted(out)
-    return [out[r][0] for r in rels], [out[r][1] for r in rels], dropped
-
-
-STAT_CACHE = {}  # path -> ((ino, size, mtime_ns, ctime_ns), sha256): skip rehashing unchanged files
-
-
-def file_state(path, content_cap):
-    """(entry, content) for one path after a command: what the content check compares."""
-    import hashlib
-
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return {"path": path, "kind": "missing"}, b""
-    if st.S_ISLNK(info.st_mode):
-        return {"path": path, "kind": "symlink", "target": os.readlink(path)}, b""
-    if st.S_ISDIR(info.st_mode):
-        return {"path": path, "kind": "dir", "mode": info.st_mode & 0o7777}, b""
-    if not st.S_ISREG(info.st_mode):
-        return {"path": path, "kind": "other"}, b""
-    key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    entry = {"path": path, "kind": "file", "size": info.st_size, "mode": info.st_mode & 0o7777}
-    content = b""
-    cached = STAT_CACHE.get(path)
-    try:
-        # no link, no blocking open: the file may have been swapped for a FIFO since lstat
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as f:
-            if not st.S_ISREG(os.fstat(fd).st_mode):
-                return {"path": path, "kind": "other"}, b""
-            if info.st_size <= content_cap:
-                data = f.read(content_cap + 1)
-                if b"\0" not in data:
-                    try:
-                        data.decode("utf-8")
-                        content = data
-                    except UnicodeDecodeError:
-                        pass
-                digest = hashlib.sha256(data).hexdigest()
-            elif cached and cached[0] == key:
-                digest = cached[1]
-            else:
-                h = hashlib.sha256()
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    h.update(chunk)
-                digest = h.hexdigest()
-    except OSError as exc:
-        return {"path": path, "kind": "unreadable", "error": str(exc)}, b""
-    STAT_CACHE[path] = (key, digest)
-    entry.update(sha256=digest, text=bool(content) or info.st_size == 0)
-    return entry, content
-
-
-def resolve(paths):
-    """For each executed path, what the kernel really ran: the end of its symlink chain and,
-    for a script, its ``#!`` interpreter (neither shows in the trace)."""
-    out = []
-    for path in paths:
-        real, interp = os.path.realpath(path), None
-        try:
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as f:
-                head = f.read(256) if st.S_ISREG(os.fstat(fd).st_mode) else b""
-            words = head[2:].split(b"\n")[0].split() if head.startswith(b"#!") else []
-            if words and words[0].startswith(b"/"):
-                interp = os.path.realpath(words[0].decode("utf-8", "replace"))
-        except OSError:
-            pass
-        out.append(sorted({t for t in (real, interp) if t and t != path}))
-    return out
-
-
-def snapshot(paths, content_cap):
-    entries, blobs = [], []
-    for path in paths:
-        entry, content = file_state(path, content_cap)
-        entries.append(entry)
-        blobs.append(content)
-    return {"op": "snapshot", "entries": entries}, blobs

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from ..rawtext import write_text
 from ..records import VerifierReport
-from ..sandbox import Sandbox
+from ..sandbox import Sandbox, ShellUnavailable
 from ..trialdir import TrialPaths
 from .build import instance_env
 from .model import Task
@@ -77,8 +77,13 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     tests = _tests_files(task.tests_dir)  # a bad tests folder fails before the sandbox is touched
     root = shell.prepare(declared=list(task.agent_may_modify), workdir=sandbox.workdir)
     shell.put_tree("/tests", tests)
-    shell.start(cwd=sandbox.workdir,
-                env={**task.verifier_env, **instance_env(task, instance), **PYTHON_ISOLATED})
+    try:
+        shell.start(cwd=sandbox.workdir,
+                    env={**task.verifier_env, **instance_env(task, instance), **PYTHON_ISOLATED})
+    except ShellUnavailable as exc:  # the agent's files or processes left it none: reward 0
+        shell.finish(grace=0.0)
+        return VerifierReport(reward=0.0, error=f"the verifier could not run: {exc}",
+                              on_suspect=task.on_suspect, toolchain=root["toolchain"])
     try:
         rec = shell.run(VERIFIER_COMMAND, timeout=task.verifier_timeout_sec, output_cap=1 << 20)
         replaced = shell.check_private()  # before anything is read from them
@@ -92,6 +97,8 @@ def run_verifier(sandbox: Sandbox, task: Task, trial_dir: Path, *,
     write_text(paths.verifier_trace, trace_text)
     vdir = paths.verifier_dir
     notes = _save_logs(logs, vdir)
+    if shell.collect_left_out:
+        notes.append(f"{shell.collect_left_out} more files in /logs/verifier not copied")
     resources = verifier_resources(trace_text, agent_written=agent_written)
     paths.resources.write_text(json.dumps(resources, indent=2) + "\n")
     write_text(paths.test_stdout, rec.stdout)

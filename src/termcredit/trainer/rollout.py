@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..harness.agents import AgentTimeout, ResourceLimit
+from ..harness.agents import AgentFailure, AgentTimeout
 from ..harness.episode import Episode, task_spec
 from ..records import Step, TokenLayout, Trajectory
 from ..sandbox import SandboxPool
@@ -179,9 +179,9 @@ def _act(e: _Turns, text: str, action: Action, sample: Any, cfg: RolloutConfig) 
         try:
             rec = env.step(action.command, action=text)
             obs = format_observation(rec, cfg.obs_chars)
-        except ResourceLimit as exc:  # the step ran and is kept; the episode ends
+        except AgentFailure as exc:  # the step ran and is kept; the episode ends, scored
             obs = f"error: {exc}"
-            e.ep.end("resource_limit")
+            e.ep.end(exc.termination, **{exc.termination: str(exc)})
         except AgentTimeout as exc:  # the agent's own time is used up
             traj.steps.append(Step(index=len(traj.steps), action=text))
             obs = f"error: {exc}"
