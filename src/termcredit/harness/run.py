@@ -8,6 +8,11 @@ Resume (``RunConfig.resume``, ``termcredit run --resume OUT``): the run's settin
 ``OUT/config.toml``; a trial with a ``result.json`` is kept as it is; the folder of one without
 (killed mid-way) is moved aside to ``attempt-<k>.killed-<n>`` (its finished steps stay there)
 and the trial runs again. ``OUT/.run.lock`` (flock) keeps two processes out of one run folder.
+
+A task that asks for a Harbor feature termcredit lacks (``Task.unsupported``) does not stop the
+run: its trials are skipped, each listed under ``skipped`` in ``OUT/result.json`` with the
+reason, and left out of the trial counts and the mean. ``RunConfig.network`` grants the user's
+Docker network to tasks that permit one (network.py).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from ..tasks import Task, load_task
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings, make_backend
+from .network import check_network, offline_warning
 from .trial import run_trial, task_spec
 
 
@@ -58,12 +64,13 @@ class RunConfig:
     backend: str = "local"  # local | ray (harness/backend.py)
     ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
     registry: str | None = None  # ray: pull task images from here before building them
+    network: str | None = None  # a Docker network granted to tasks that permit one (--network)
 
 
 # settings that decide what the trials are: a resumed run must keep them
 _TRIAL_SETTINGS = ("agent", "attempts", "instance", "command_timeout")
 _CONFIG_KEYS = {"run_id", "earlier_run_ids", "tasks", "concurrency", "image_map",
-                "agent_options", "backend", "registry", *_TRIAL_SETTINGS}
+                "agent_options", "backend", "registry", "network", *_TRIAL_SETTINGS}
 
 
 def default_out(name: str) -> Path:
@@ -81,6 +88,7 @@ def write_config(cfg: RunConfig, out: Path, run_id: str,
         "agent_options": {k: v for k, v in cfg.agent_options.items() if v is not None} or None,
         **cfg.extra,
         "backend": cfg.backend if cfg.backend != "local" else None, "registry": cfg.registry,
+        "network": cfg.network,
     }
     tmp = out / "config.toml.tmp"
     tmp.write_text(tomli_w.dumps({"run": {k: v for k, v in items.items() if v is not None}}))
@@ -109,13 +117,13 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     with another value is an error (the kept trials would not match the new ones); concurrency,
     image map, force_build, agent options given (a model server's new URL) and the backend
     given apply to the rest of the run (the backend left at local takes the run's: trials
-    are the same on either).
+    are the same on either); the network given replaces the run's, else the run's is kept.
     """
     data = read_config(out)
     given = given or RunConfig(tasks=[])
     if given.out is not None and Path(given.out).resolve() != out.resolve():
         raise ValueError(f"--out {given.out} and --resume {out} name different folders")
-    tasks = [load_task(p) for p in data["tasks"]]
+    tasks = [load_task(p, lenient=True) for p in data["tasks"]]
     if given.tasks and [t.path for t in given.tasks] != [t.path for t in tasks]:
         raise ValueError(f"{out}: resuming runs its tasks ({', '.join(t.name for t in tasks)}); "
                          "--task names others (leave it out)")
@@ -139,7 +147,8 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
                      image_map=given.image_map or data.get("image_map"),
                      force_build=given.force_build, extra={**extra, **given.extra}, resume=True,
                      backend=backend, ray_address=given.ray_address,
-                     registry=given.registry or data.get("registry"), **values)
+                     registry=given.registry or data.get("registry"),
+                     network=given.network or data.get("network"), **values)
 
 
 def _lock_run_dir(out: Path) -> int:
@@ -180,6 +189,7 @@ class _Results:
         self.trials: list[TrialResult] = []
         self.started = datetime.now().isoformat(timespec="seconds")
         self.resumed: list[str] = []  # when this run was resumed (its `started` is the first's)
+        self.skipped: list[dict[str, Any]] = []  # {"task", "attempt", "reason"}: not run
 
     def add(self, r: TrialResult, write: bool = True) -> None:
         self.trials.append(r)
@@ -192,6 +202,7 @@ class _Results:
             "run_id": self.run_id, "agent": self.agent, "complete": complete,
             "started": self.started, "finished": datetime.now().isoformat(timespec="seconds"),
             "n_trials": len(self.trials), "n_planned": self.total,
+            "n_skipped": len(self.skipped), "skipped": self.skipped,
             "n_errors": sum(t.error is not None for t in self.trials),
             "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
             "trials": [to_dict(t) for t in sorted(self.trials, key=lambda t: t.trial_dir)],
@@ -214,6 +225,12 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     console = console or Console(stderr=True, soft_wrap=True)
     # fail on a bad agent (or agent option) before any container
     agent_factory = make_agent_factory(cfg.agent, cfg.agent_options)
+    if cfg.network is not None:
+        if cfg.backend != "local":
+            raise ValueError("--network works with the local backend only")
+        from ..sandbox import docker_client
+
+        check_network(docker_client(), cfg.network)
     out = cfg.out or default_out(cfg.agent.split(":")[0])
     if cfg.resume and not (out / "config.toml").is_file():
         raise FileNotFoundError(f"{out / 'config.toml'}: missing, not a termcredit run to resume")
@@ -241,6 +258,10 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
     jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     if cfg.resume:
         jobs = _resume_jobs(out, jobs, results, previous, console)
+    jobs = _skip_unsupported(jobs, results, console)
+    warning = offline_warning([t for t, _ in jobs], cfg.network)
+    if warning:
+        console.print(Text(warning, style="yellow"))
 
     def dim(message: str) -> None:
         console.print(Text(message, style="dim"))
@@ -303,6 +324,25 @@ def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: _Results,
     return todo
 
 
+def _skip_unsupported(jobs: list[tuple[Task, int]], results: _Results,
+                      console: Console) -> list[tuple[Task, int]]:
+    """The jobs whose task asks for nothing termcredit lacks; the others are recorded as
+    skipped, with one line per task on the console."""
+    todo, told = [], set()
+    for task, k in jobs:
+        if not task.unsupported:
+            todo.append((task, k))
+            continue
+        reason = "; ".join(task.unsupported)
+        results.skipped.append({"task": task.name, "attempt": k, "reason": reason})
+        if task.name not in told:
+            told.add(task.name)
+            console.print(Text.assemble((f"skipped {task.name}: ", "yellow"), reason))
+    if len(todo) < len(jobs):
+        results.write(complete=False)
+    return todo
+
+
 def _build_images(cfg: RunConfig, backend: Any, needed: set[str],
                   console: Console) -> dict[str, str | Exception]:
     """Each task's image (a resumed run builds only what it still runs); a failed build is
@@ -334,7 +374,7 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
         bar = progress.add_task(f"run {cfg.agent}", total=results.total,
                                 completed=len(kept),
                                 mean=sum(kept) / len(kept) if kept else 0.0)
-        pool.plan(task_spec(t, images[t.name]) for t, _ in jobs
+        pool.plan(task_spec(t, images[t.name], cfg.network) for t, _ in jobs
                   if isinstance(images[t.name], str))
         futures: dict[Future[TrialResult], tuple[Task, int]] = {}
         for task, k in jobs:
@@ -347,9 +387,9 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
                 progress.advance(bar)
                 continue
             fut = executor.submit(run_trial, task, agent_factory(), pool,
-                                  task_spec(task, image), trial_dir, attempt=k,
+                                  task_spec(task, image, cfg.network), trial_dir, attempt=k,
                                   command_timeout=cfg.command_timeout,
-                                  instance=cfg.instance)
+                                  instance=cfg.instance, network=cfg.network)
             futures[fut] = (task, k)
         pending = set(futures)
         while pending:
