@@ -33,16 +33,16 @@ from typing import Any
 import tomli_w
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
-from ..records import TrialResult, to_dict
+from ..records import TrialResult
 from ..sandbox import ImageBuildError, ImageMap
 from ..tasks import Task, load_task
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings, make_backend
 from .network import check_network, offline_warning
+from .results import Results, print_summary, skip_unsupported
 from .trial import run_trial, task_spec
 
 
@@ -183,40 +183,6 @@ def _move_aside(trial_dir: Path) -> Path:
     return dest
 
 
-class _Results:
-    def __init__(self, out: Path, run_id: str, agent: str, total: int):
-        self.out, self.run_id, self.agent, self.total = out, run_id, agent, total
-        self.trials: list[TrialResult] = []
-        self.started = datetime.now().isoformat(timespec="seconds")
-        self.resumed: list[str] = []  # when this run was resumed (its `started` is the first's)
-        self.skipped: list[dict[str, Any]] = []  # {"task", "attempt", "reason"}: not run
-
-    def add(self, r: TrialResult, write: bool = True) -> None:
-        self.trials.append(r)
-        if write:
-            self.write(complete=False)
-
-    def summary(self, complete: bool) -> dict[str, Any]:
-        rewards = [t.reward for t in self.trials]
-        return {
-            "run_id": self.run_id, "agent": self.agent, "complete": complete,
-            "started": self.started, "finished": datetime.now().isoformat(timespec="seconds"),
-            "n_trials": len(self.trials), "n_planned": self.total,
-            "n_skipped": len(self.skipped), "skipped": self.skipped,
-            "n_errors": sum(t.error is not None for t in self.trials),
-            "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
-            "trials": [to_dict(t) for t in sorted(self.trials, key=lambda t: t.trial_dir)],
-            **({"resumed": self.resumed} if self.resumed else {}),
-        }
-
-    def write(self, complete: bool) -> dict[str, Any]:
-        data = self.summary(complete)
-        tmp = self.out / "result.json.tmp"
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        tmp.replace(self.out / "result.json")
-        return data
-
-
 def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -254,11 +220,11 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         except (OSError, ValueError):
             previous = {}
     write_config(cfg, out, run_id, earlier)
-    results = _Results(out, run_id, cfg.agent, len(cfg.tasks) * cfg.attempts)
+    results = Results(out, run_id, cfg.agent, len(cfg.tasks) * cfg.attempts)
     jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     if cfg.resume:
         jobs = _resume_jobs(out, jobs, results, previous, console)
-    jobs = _skip_unsupported(jobs, results, console)
+    jobs = skip_unsupported(jobs, results, console)
     warning = offline_warning([t for t, _ in jobs], cfg.network)
     if warning:
         console.print(Text(warning, style="yellow"))
@@ -294,11 +260,11 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         signal.signal(signal.SIGTERM, old_handler)
         signal.signal(signal.SIGINT, old_int)
         summary = results.write(complete=complete)
-    _print_summary(console, summary, out)
+    print_summary(console, summary, out)
     return summary
 
 
-def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: _Results,
+def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: Results,
                  previous: Any, console: Console) -> list[tuple[Task, int]]:
     """The trials a resumed run still has to run; the finished ones join ``results``."""
     if isinstance(previous, dict) and isinstance(previous.get("started"), str):
@@ -324,25 +290,6 @@ def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: _Results,
     return todo
 
 
-def _skip_unsupported(jobs: list[tuple[Task, int]], results: _Results,
-                      console: Console) -> list[tuple[Task, int]]:
-    """The jobs whose task asks for nothing termcredit lacks; the others are recorded as
-    skipped, with one line per task on the console."""
-    todo, told = [], set()
-    for task, k in jobs:
-        if not task.unsupported:
-            todo.append((task, k))
-            continue
-        reason = "; ".join(task.unsupported)
-        results.skipped.append({"task": task.name, "attempt": k, "reason": reason})
-        if task.name not in told:
-            told.add(task.name)
-            console.print(Text.assemble((f"skipped {task.name}: ", "yellow"), reason))
-    if len(todo) < len(jobs):
-        results.write(complete=False)
-    return todo
-
-
 def _build_images(cfg: RunConfig, backend: Any, needed: set[str],
                   console: Console) -> dict[str, str | Exception]:
     """Each task's image (a resumed run builds only what it still runs); a failed build is
@@ -364,7 +311,7 @@ def _build_images(cfg: RunConfig, backend: Any, needed: set[str],
 
 def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
             images: dict[str, str | Exception], pool: Any, executor: ThreadPoolExecutor,
-            results: _Results, agent_factory: Any, console: Console) -> None:
+            results: Results, agent_factory: Any, console: Console) -> None:
     """Run the trials, ``cfg.concurrency`` at a time, each result on disk as it finishes."""
     progress = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TextColumn("mean reward {task.fields[mean]:.3f}"), TimeElapsedColumn(),
@@ -408,17 +355,3 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
                 progress.advance(bar)
                 done_r = [t.reward for t in results.trials]
                 progress.update(bar, mean=sum(done_r) / len(done_r))
-
-
-def _print_summary(console: Console, summary: dict[str, Any], out: Path) -> None:
-    table = Table(title=Text(f"termcredit run → {out}"))
-    for col in ("task", "trials", "mean reward", "errors"):
-        table.add_column(col)
-    by_task: dict[str, list[dict[str, Any]]] = {}
-    for t in summary["trials"]:
-        by_task.setdefault(t["task"], []).append(t)
-    for name, ts in by_task.items():
-        table.add_row(Text(name), str(len(ts)), f"{sum(t['reward'] for t in ts) / len(ts):.3f}",
-                      str(sum(t["error"] is not None for t in ts)))
-    console.print(table)
-    console.print(f"mean reward {summary['mean_reward']:.3f} over {summary['n_trials']} trials")
