@@ -113,6 +113,17 @@ def test_verifier_gets_network_only_when_its_section_asks(tmp_path, peer_network
     assert res["mean_reward"] == 1.0 and traj["verifier"]["rewards"]["verifier_net"] == 1.0
     assert traj["info"]["verifier_network"] == f"granted: {peer_network}"
 
+    # the agent may not, the verifier may: the container joins the network only to verify
+    task = copy_task("net-peer", tmp_path / "net-peer-vo", 'network_mode = "public"\n',
+                     'network_mode = "no-network"\n[verifier]\nnetwork_mode = "public"\n')
+    (task / "task.toml").write_text((task / "task.toml").read_text().replace(
+        "[verifier]\ntimeout_sec = 60.0\n", "", 1))
+    res, _ = run_ok("--task", str(task), "--network", peer_network, "--out", str(tmp_path / "o"))
+    traj = trajectory(res)
+    assert res["mean_reward"] == 0.0 and traj["verifier"]["rewards"]["verifier_net"] == 1.0
+    assert (traj["info"]["network"], traj["info"]["verifier_network"]) == (
+        "not permitted", f"granted: {peer_network}")
+
 
 def test_network_that_does_not_exist_is_refused_before_anything_starts(tmp_path):
     name = f"tc-no-such-{secrets.token_hex(4)}"

@@ -194,3 +194,27 @@ def test_bad_network_key_is_named(tmp_path, toml, field, message):
     with pytest.raises(TaskError) as err:
         load_task(root)
     assert str(err.value) == f"{root / 'task.toml'}: field '{field}': {message}"
+
+
+def test_sandbox_spec_takes_workdir_and_only_a_permitted_grant(tmp_path):
+    from termcredit.harness.episode import task_spec
+    from termcredit.harness.network import network_info, offline_warning
+
+    open_task = load_task(make_task(tmp_path / "o", '[environment]\nworkdir = "/srv/w"\n'
+                                    "allow_internet = true\n"))
+    closed = load_task(make_task(tmp_path / "c", "[environment]\nallow_internet = false\n"))
+    assert task_spec(open_task, "img", "net1").workdir == "/srv/w"
+    assert task_spec(open_task, "img", "net1").network == "net1"
+    assert task_spec(open_task, "img").network is None
+    assert task_spec(closed, "img", "net1").network is None
+    assert task_spec(closed, "img").workdir is None
+    assert network_info(open_task, None) == {"network": "permitted, not granted",
+                                             "verifier_network": "not permitted"}
+    assert network_info(open_task, "net1")["network"] == "granted: net1"
+    assert network_info(closed, "net1") == {"network": "not permitted",
+                                            "verifier_network": "not permitted"}
+    assert offline_warning([open_task, closed, open_task], "net1") is None
+    assert offline_warning([closed], None) is None
+    assert offline_warning([open_task, closed], None) == (
+        "warning: 1 task(s) permit network access (o); this run grants none, so they run "
+        "offline (--network NAME grants one)")
