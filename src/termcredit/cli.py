@@ -30,12 +30,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if not args.task and not args.resume:
         raise ValueError("give --task PATH (or --resume DIR)")
-    tasks = find_tasks(args.task or [])
+    tasks = find_tasks(args.task or [], lenient=True)  # a Harbor feature we lack: skipped
     cfg = RunConfig(tasks=tasks, agent=args.agent, attempts=args.attempts,
                     concurrency=args.concurrency, out=Path(args.out) if args.out else None,
                     command_timeout=args.command_timeout, image_map=args.image_map,
                     force_build=args.force_build, instance=args.instance,
                     backend=args.backend, ray_address=args.ray_address, registry=args.registry,
+                    network=args.network,
                     agent_options={k: getattr(args, k) for k in (
                         "base_url", "max_turns", "max_tokens", "temperature", "max_requests")})
     if args.resume:
@@ -339,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--force-build", action="store_true", help="rebuild task images")
     r.add_argument("--instance", type=int, default=0,
                    help="instance seed for parametrised tasks (default 0)")
+    r.add_argument("--network", metavar="NAME", help="grant this existing Docker network to "
+                   "the agents of tasks that permit one (allow_internet = true, network_mode = "
+                   "\"public\"/\"allowlist\"); it is left before verification unless the "
+                   "task's [verifier] network_mode asks too. Default: no network for anyone")
     r.add_argument("--json", action="store_true", help="print result.json to stdout")
     r.add_argument("--resume", metavar="DIR", help="finish a killed run in DIR with its "
                    "config.toml: trials with a result.json are kept, the others run again "

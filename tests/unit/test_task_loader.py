@@ -126,34 +126,35 @@ def load_error(tmp_path: Path, toml: str) -> TaskError:
         ('[task]\nnmae = "x"\n', "task.nmae", "unknown key 'nmae' in [task]; did you mean 'name'?"),
         ("[verifier]\ntimeout = 5\n", "verifier.timeout",
          "unknown key 'timeout' in [verifier]; did you mean 'timeout_sec'?"),
+        ("[environment]\nmemroy_mb = 512\n", "environment.memroy_mb",
+         "unknown key 'memroy_mb' in [environment]; did you mean 'memory_mb'?"),
         ("[environment]\nmemory = 512\n", "environment.memory",
-         "unknown key 'memory' in [environment]; did you mean 'memory_mb'?"),
+         'must be a size such as "512M" or "2G" (or environment.memory_mb = a number of MiB), '
+         "got int 512"),
+        ("[environment]\nallow_internt = true\n", "environment.allow_internt",
+         "unknown key 'allow_internt' in [environment]; did you mean 'allow_internet'?"),
+        ("[environment]\nmcp_server = []\n", "environment.mcp_server",
+         "unknown key 'mcp_server' in [environment]; did you mean 'mcp_servers'?"),
         ('[solution]\nenvs = { A = "1" }\n', "solution.envs",
          "unknown key 'envs' in [solution]; did you mean 'env'?"),
         ("[agent]\nmemory_mb = 512\n", "agent.memory_mb",
          "unknown key 'memory_mb' in [agent]; it belongs in [environment]"),
         ("[verifier]\nfoo = 1\n", "verifier.foo",
          "unknown key 'foo' in [verifier]; valid keys: timeout_sec, env, agent_processes, "
-         "on_suspect, agent_may_modify, logs_max_mb"),
+         "on_suspect, agent_may_modify, logs_max_mb, network_mode, allowed_hosts, user, "
+         "environment_mode, environment, collect"),
         ("[environment.limits]\ncpus = 1\n", "environment.limits",
          "unknown key 'limits' in [environment]; valid keys: build_timeout_sec, cpus, memory_mb, "
-         "storage_mb, allow_internet, docker_image, env"),
+         "storage_mb, memory, storage, docker_image, workdir, env, network_mode, allowed_hosts, "
+         "allow_internet, os, gpus, gpu_types, tpu, mcp_servers, skills_dir, healthcheck"),
         ('schema_verison = "1.1"\n', "schema_verison",
          "unknown top-level key 'schema_verison'; did you mean 'schema_version'?"),
         ("timeout_sec = 5\n", "timeout_sec",
          "unknown top-level key 'timeout_sec'; it belongs in [agent] or [verifier]"),
         ("[extras]\nx = 1\n", "extras",
          "unknown section [extras]; valid sections: [task], [agent], [verifier], [environment], "
-         "[solution], [metadata]; top-level keys: schema_version, version"),
-        ("[environment]\ngpus = 1\n", "environment.gpus",
-         "not supported: the sandbox has no GPUs (a Harbor key termcredit does not implement); "
-         "remove it"),
-        ('[verifier]\nuser = "root"\n', "verifier.user",
-         "not supported: the verifier's user cannot be chosen (a Harbor key termcredit does not "
-         "implement); remove it"),
-        ("[[steps]]\nname = 'a'\n", "steps",
-         "not supported: multi-step tasks are not supported (a Harbor key termcredit does not "
-         "implement); remove it"),
+         "[solution], [metadata]; top-level keys: schema_version, version, source, "
+         "multi_step_reward_strategy, steps, artifacts"),
         ('[task]\nkeywords = "a, b"\n', "task.keywords", "must be a list, got str 'a, b'"),
         ("[task]\nkeywords = [1]\n", "task.keywords", "must be a list of strings"),
     ],
@@ -202,8 +203,14 @@ def test_free_form_and_harbor_keys_load(tmp_path):
          "must be at least 16 and at most 10485760 (MiB), got 10485761"),
         ("[environment]\nstorage_mb = 1e3\n", "environment.storage_mb",
          "must be an integer, got float 1000.0"),
-        ("[environment]\nallow_internet = true\n", "environment.allow_internet",
-         "not supported: the sandbox has no network; remove it or set false"),
+        ('[environment]\nmemory = "1G"\nmemory_mb = 512\n', "environment.memory",
+         "says 1024 MiB and memory_mb says 512: keep one of them"),
+        ('[environment]\nmemory = "8K"\n', "environment.memory",
+         "must be at least 16 and at most 1048576 (MiB), got 0"),
+        ('[environment]\nstorage = "lots"\n', "environment.storage",
+         'must be a size such as "512M" or "2G", got \'lots\''),
+        ('[environment]\nworkdir = "app"\n', "environment.workdir",
+         "must be an absolute path, got 'app'"),
     ],
 )
 def test_numbers_are_range_checked_at_load(tmp_path, toml, field, message):

@@ -34,15 +34,18 @@ from ..trialdir import TrialPaths, save_result, save_trajectory
 from .agents import DEFAULT_COMMAND_TIMEOUT, AgentEnv
 from .hooks import run_trial_hooks
 from .infra import is_infra, is_infra_exception, mark_infra
+from .network import agent_network, network_info, verifier_network
 from .verify import verify_episode
 
 START_TIMEOUT = 600.0  # seconds for a sandbox to be ready (container, namespaces, shells)
 
 
-def task_spec(task: Task, image: str) -> SandboxSpec:
+def task_spec(task: Task, image: str, network: str | None = None) -> SandboxSpec:
+    """``network``: the one the user granted (joined only if the task permits one)."""
     return SandboxSpec(
         image=image, cpus=task.cpus, memory_mb=task.memory_mb,
         env=tuple(sorted(task.env.items())), labels=(("termcredit.task", task.name),),
+        workdir=task.workdir, network=agent_network(task, network),
     )
 
 
@@ -50,14 +53,17 @@ class Episode:
     def __init__(self, task: Task, pool: SandboxPool, spec: SandboxSpec, trial_dir: str | Path,
                  *, agent: str, attempt: int = 0, instance: int = 0,
                  command_timeout: float = DEFAULT_COMMAND_TIMEOUT,
-                 start_timeout: float = START_TIMEOUT, info: dict[str, Any] | None = None):
+                 start_timeout: float = START_TIMEOUT, info: dict[str, Any] | None = None,
+                 network: str | None = None):
         self.task, self.pool, self.spec = task, pool, spec
         self.paths = TrialPaths(trial_dir)
         self.attempt, self.instance = attempt, instance
         self.command_timeout, self.start_timeout = command_timeout, start_timeout
         self.traj = Trajectory(task=task.name, instruction=task.instruction, agent=agent,
                                trial_dir=str(self.paths.root),
-                               info={"instance": instance, **(info or {})})
+                               info={"instance": instance, **network_info(task, network),
+                                     **(info or {})})
+        self.verifier_net = verifier_network(task, network)
         self.sandbox: Sandbox | None = None
         self.env: AgentEnv | None = None
         self.error: str | None = None  # the first exception recorded (TrialResult.error)
@@ -135,6 +141,8 @@ class Episode:
                     self.env.finalize()
                 save_trajectory(self.traj)  # the agent part is safe before verifying
                 with self._phase("verify"):
+                    if self.spec.network != self.verifier_net:  # the verifier's, not the agent's
+                        self.sandbox.set_network(self.verifier_net)
                     self.traj.verifier = verify_episode(self.sandbox, self.task, self.traj,
                                                         self.paths.root, instance=self.instance)
         except Exception as exc:  # a harness crash is an infrastructure failure, not reward 0

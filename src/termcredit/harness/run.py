@@ -8,6 +8,11 @@ Resume (``RunConfig.resume``, ``termcredit run --resume OUT``): the run's settin
 ``OUT/config.toml``; a trial with a ``result.json`` is kept as it is; the folder of one without
 (killed mid-way) is moved aside to ``attempt-<k>.killed-<n>`` (its finished steps stay there)
 and the trial runs again. ``OUT/.run.lock`` (flock) keeps two processes out of one run folder.
+
+A task that asks for a Harbor feature termcredit lacks (``Task.unsupported``) does not stop the
+run: its trials are skipped, each listed under ``skipped`` in ``OUT/result.json`` with the
+reason, and left out of the trial counts and the mean. ``RunConfig.network`` grants the user's
+Docker network to tasks that permit one (network.py).
 """
 
 from __future__ import annotations
@@ -28,15 +33,16 @@ from typing import Any
 import tomli_w
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
-from ..records import TrialResult, to_dict
+from ..records import TrialResult
 from ..sandbox import ImageBuildError, ImageMap
 from ..tasks import Task, load_task
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings, make_backend
+from .network import check_network, offline_warning
+from .results import Results, print_summary, skip_unsupported
 from .trial import run_trial, task_spec
 
 
@@ -58,12 +64,13 @@ class RunConfig:
     backend: str = "local"  # local | ray (harness/backend.py)
     ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
     registry: str | None = None  # ray: pull task images from here before building them
+    network: str | None = None  # a Docker network granted to tasks that permit one (--network)
 
 
 # settings that decide what the trials are: a resumed run must keep them
 _TRIAL_SETTINGS = ("agent", "attempts", "instance", "command_timeout")
 _CONFIG_KEYS = {"run_id", "earlier_run_ids", "tasks", "concurrency", "image_map",
-                "agent_options", "backend", "registry", *_TRIAL_SETTINGS}
+                "agent_options", "backend", "registry", "network", *_TRIAL_SETTINGS}
 
 
 def default_out(name: str) -> Path:
@@ -81,6 +88,7 @@ def write_config(cfg: RunConfig, out: Path, run_id: str,
         "agent_options": {k: v for k, v in cfg.agent_options.items() if v is not None} or None,
         **cfg.extra,
         "backend": cfg.backend if cfg.backend != "local" else None, "registry": cfg.registry,
+        "network": cfg.network,
     }
     tmp = out / "config.toml.tmp"
     tmp.write_text(tomli_w.dumps({"run": {k: v for k, v in items.items() if v is not None}}))
@@ -109,13 +117,13 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     with another value is an error (the kept trials would not match the new ones); concurrency,
     image map, force_build, agent options given (a model server's new URL) and the backend
     given apply to the rest of the run (the backend left at local takes the run's: trials
-    are the same on either).
+    are the same on either); the network given replaces the run's, else the run's is kept.
     """
     data = read_config(out)
     given = given or RunConfig(tasks=[])
     if given.out is not None and Path(given.out).resolve() != out.resolve():
         raise ValueError(f"--out {given.out} and --resume {out} name different folders")
-    tasks = [load_task(p) for p in data["tasks"]]
+    tasks = [load_task(p, lenient=True) for p in data["tasks"]]
     if given.tasks and [t.path for t in given.tasks] != [t.path for t in tasks]:
         raise ValueError(f"{out}: resuming runs its tasks ({', '.join(t.name for t in tasks)}); "
                          "--task names others (leave it out)")
@@ -139,7 +147,8 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
                      image_map=given.image_map or data.get("image_map"),
                      force_build=given.force_build, extra={**extra, **given.extra}, resume=True,
                      backend=backend, ray_address=given.ray_address,
-                     registry=given.registry or data.get("registry"), **values)
+                     registry=given.registry or data.get("registry"),
+                     network=given.network or data.get("network"), **values)
 
 
 def _lock_run_dir(out: Path) -> int:
@@ -174,38 +183,6 @@ def _move_aside(trial_dir: Path) -> Path:
     return dest
 
 
-class _Results:
-    def __init__(self, out: Path, run_id: str, agent: str, total: int):
-        self.out, self.run_id, self.agent, self.total = out, run_id, agent, total
-        self.trials: list[TrialResult] = []
-        self.started = datetime.now().isoformat(timespec="seconds")
-        self.resumed: list[str] = []  # when this run was resumed (its `started` is the first's)
-
-    def add(self, r: TrialResult, write: bool = True) -> None:
-        self.trials.append(r)
-        if write:
-            self.write(complete=False)
-
-    def summary(self, complete: bool) -> dict[str, Any]:
-        rewards = [t.reward for t in self.trials]
-        return {
-            "run_id": self.run_id, "agent": self.agent, "complete": complete,
-            "started": self.started, "finished": datetime.now().isoformat(timespec="seconds"),
-            "n_trials": len(self.trials), "n_planned": self.total,
-            "n_errors": sum(t.error is not None for t in self.trials),
-            "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
-            "trials": [to_dict(t) for t in sorted(self.trials, key=lambda t: t.trial_dir)],
-            **({"resumed": self.resumed} if self.resumed else {}),
-        }
-
-    def write(self, complete: bool) -> dict[str, Any]:
-        data = self.summary(complete)
-        tmp = self.out / "result.json.tmp"
-        tmp.write_text(json.dumps(data, indent=2) + "\n")  # ASCII: bytes as \udcXX escapes
-        tmp.replace(self.out / "result.json")
-        return data
-
-
 def _sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
@@ -214,6 +191,12 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     console = console or Console(stderr=True, soft_wrap=True)
     # fail on a bad agent (or agent option) before any container
     agent_factory = make_agent_factory(cfg.agent, cfg.agent_options)
+    if cfg.network is not None:
+        if cfg.backend != "local":
+            raise ValueError("--network works with the local backend only")
+        from ..sandbox import docker_client
+
+        check_network(docker_client(), cfg.network)
     out = cfg.out or default_out(cfg.agent.split(":")[0])
     if cfg.resume and not (out / "config.toml").is_file():
         raise FileNotFoundError(f"{out / 'config.toml'}: missing, not a termcredit run to resume")
@@ -237,10 +220,14 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         except (OSError, ValueError):
             previous = {}
     write_config(cfg, out, run_id, earlier)
-    results = _Results(out, run_id, cfg.agent, len(cfg.tasks) * cfg.attempts)
+    results = Results(out, run_id, cfg.agent, len(cfg.tasks) * cfg.attempts)
     jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     if cfg.resume:
         jobs = _resume_jobs(out, jobs, results, previous, console)
+    jobs = skip_unsupported(jobs, results, console)
+    warning = offline_warning([t for t, _ in jobs], cfg.network)
+    if warning:
+        console.print(Text(warning, style="yellow"))
 
     def dim(message: str) -> None:
         console.print(Text(message, style="dim"))
@@ -273,11 +260,11 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
         signal.signal(signal.SIGTERM, old_handler)
         signal.signal(signal.SIGINT, old_int)
         summary = results.write(complete=complete)
-    _print_summary(console, summary, out)
+    print_summary(console, summary, out)
     return summary
 
 
-def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: _Results,
+def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: Results,
                  previous: Any, console: Console) -> list[tuple[Task, int]]:
     """The trials a resumed run still has to run; the finished ones join ``results``."""
     if isinstance(previous, dict) and isinstance(previous.get("started"), str):
@@ -324,7 +311,7 @@ def _build_images(cfg: RunConfig, backend: Any, needed: set[str],
 
 def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
             images: dict[str, str | Exception], pool: Any, executor: ThreadPoolExecutor,
-            results: _Results, agent_factory: Any, console: Console) -> None:
+            results: Results, agent_factory: Any, console: Console) -> None:
     """Run the trials, ``cfg.concurrency`` at a time, each result on disk as it finishes."""
     progress = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TextColumn("mean reward {task.fields[mean]:.3f}"), TimeElapsedColumn(),
@@ -334,7 +321,7 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
         bar = progress.add_task(f"run {cfg.agent}", total=results.total,
                                 completed=len(kept),
                                 mean=sum(kept) / len(kept) if kept else 0.0)
-        pool.plan(task_spec(t, images[t.name]) for t, _ in jobs
+        pool.plan(task_spec(t, images[t.name], cfg.network) for t, _ in jobs
                   if isinstance(images[t.name], str))
         futures: dict[Future[TrialResult], tuple[Task, int]] = {}
         for task, k in jobs:
@@ -347,9 +334,9 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
                 progress.advance(bar)
                 continue
             fut = executor.submit(run_trial, task, agent_factory(), pool,
-                                  task_spec(task, image), trial_dir, attempt=k,
+                                  task_spec(task, image, cfg.network), trial_dir, attempt=k,
                                   command_timeout=cfg.command_timeout,
-                                  instance=cfg.instance)
+                                  instance=cfg.instance, network=cfg.network)
             futures[fut] = (task, k)
         pending = set(futures)
         while pending:
@@ -374,17 +361,3 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
                 progress.advance(bar)
                 done_r = [t.reward for t in results.trials]
                 progress.update(bar, mean=sum(done_r) / len(done_r))
-
-
-def _print_summary(console: Console, summary: dict[str, Any], out: Path) -> None:
-    table = Table(title=Text(f"termcredit run → {out}"))
-    for col in ("task", "trials", "mean reward", "errors"):
-        table.add_column(col)
-    by_task: dict[str, list[dict[str, Any]]] = {}
-    for t in summary["trials"]:
-        by_task.setdefault(t["task"], []).append(t)
-    for name, ts in by_task.items():
-        table.add_row(Text(name), str(len(ts)), f"{sum(t['reward'] for t in ts) / len(ts):.3f}",
-                      str(sum(t["error"] is not None for t in ts)))
-    console.print(table)
-    console.print(f"mean reward {summary['mean_reward']:.3f} over {summary['n_trials']} trials")

@@ -15,11 +15,11 @@ __all__ = ["run_trial", "task_spec"]
 
 def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, trial_dir: Path,
               *, attempt: int = 0, command_timeout: float = 120.0,
-              instance: int = 0) -> TrialResult:
+              instance: int = 0, network: str | None = None) -> TrialResult:
     """Run one episode end to end. Errors are recorded, never raised: a failed trial still
     leaves its trajectory (with every step that ran) on disk."""
     ep = Episode(task, pool, spec, trial_dir, agent=agent.name, attempt=attempt,
-                 instance=instance, command_timeout=command_timeout)
+                 instance=instance, command_timeout=command_timeout, network=network)
     if ep.start():
         assert ep.env is not None
         try:

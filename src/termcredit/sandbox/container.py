@@ -43,6 +43,8 @@ class SandboxSpec:
     workdir: str | None = None
     labels: tuple[tuple[str, str], ...] = field(default=())
     pin_cpu: bool = True  # strace + shell on one CPU (much cheaper ptrace stops on small VMs)
+    # a Docker network the user granted (`termcredit run --network`); None: no network at all
+    network: str | None = None
 
 
 def dir_archive(src: Path, dest: str) -> bytes:
@@ -95,7 +97,7 @@ class Sandbox:
             ["sh", "-c", f"mkdir -p {' '.join(LOG_DIRS)} && exec sleep infinity"],
             detach=True,
             init=True,  # docker-init reaps what killed commands leave behind
-            network_mode="none",
+            **({"network": spec.network} if spec.network else {"network_mode": "none"}),
             nano_cpus=int(spec.cpus * 1e9),
             mem_limit=mem,
             memswap_limit=mem,
@@ -125,6 +127,26 @@ class Sandbox:
         except Exception:
             self.remove()
             raise
+
+    def networks(self) -> set[str]:
+        """The Docker networks the container is on now ("none" when it has none)."""
+        info = self.client.api.inspect_container(self.id)
+        return set((info.get("NetworkSettings") or {}).get("Networks") or {})
+
+    def set_network(self, name: str | None) -> None:
+        """Leave the granted network, or join ``name``, before the next phase (the verifier's
+        network is not the agent's); checked after, so a failed change never goes unnoticed.
+        The agent holds no NET_ADMIN: it cannot bring an interface back."""
+        api = self.client.api
+        for net in self.networks() - {name}:
+            if net != "none" or name:  # "none" must go before a network can be joined
+                api.disconnect_container_from_network(self.id, net, force=True)
+        if name and name not in self.networks():
+            api.connect_container_to_network(self.id, name)
+        now = self.networks() - {"none"}
+        if now != ({name} if name else set()):
+            raise RuntimeError(f"sandbox {self.id[:12]}: networks {sorted(now)} after asking "
+                               f"for {name or 'none'}")
 
     def run(self, command: str, *, timeout: float = 60.0, output_cap: int = 65536) -> CommandRecord:
         assert self.shell is not None

@@ -6,6 +6,12 @@ A task is a folder with ``instruction.md``, ``task.toml``, ``environment/Dockerf
 the field at fault, so a user can fix a task without reading this code. The loader is strict: an
 unknown section or key (outside the free-form ``[metadata]`` and ``env`` tables) is an error that
 names the nearest valid key, and numbers are range-checked when the task loads.
+
+Every key of Harbor's schema is known: the loader honours the ones below, network policy is
+netpolicy.py's, and harbor_keys.py lists the rest (kept as they are, or accepted at Harbor's
+default only). A feature termcredit lacks, asked for (``gpus = 1``), is a TaskError naming the
+file and key; with ``lenient=True`` (``termcredit run``) the task loads with the reason in
+``Task.unsupported`` instead, and its trials are skipped with it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .harbor_keys import DEFAULT_ONLY, KEPT, unsupported_message
+from .netpolicy import NETWORK_KEYS, resolve
 
 
 class TaskError(ValueError):
@@ -36,7 +45,10 @@ class Task:
     cpus: float = 1.0
     memory_mb: int = 2048
     storage_mb: int = 10240
-    allow_internet: bool = False
+    allow_internet: bool = False  # the agent may be granted a network (netpolicy.py)
+    allowed_hosts: list[str] = field(default_factory=list)  # network_mode = "allowlist"
+    verifier_network: bool = False  # [verifier] network_mode permits one for the verifier
+    workdir: str | None = None  # [environment] workdir: the shell's start (else the image's)
     docker_image: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     verifier_env: dict[str, str] = field(default_factory=dict)
@@ -47,6 +59,9 @@ class Task:
     on_suspect: str | None = None  # zero | flag; None: the caller's default
     agent_may_modify: list[str] = field(default_factory=list)  # absolute path globs
     logs_max_mb: int = 16  # [verifier] the most copied back from /logs/verifier
+    # Harbor features asked for that termcredit lacks, one line each (file, key, what to do);
+    # only a lenient load keeps such a task (its trials are skipped)
+    unsupported: list[str] = field(default_factory=list)
 
     @property
     def environment_dir(self) -> Path:
@@ -86,8 +101,10 @@ _FIELDS: dict[tuple[str, str], tuple[str, tuple[type, ...], str]] = {
     ("environment", "cpus"): ("cpus", _NUM, "range"),
     ("environment", "memory_mb"): ("memory_mb", (int,), "range"),
     ("environment", "storage_mb"): ("storage_mb", (int,), "range"),
-    ("environment", "allow_internet"): ("allow_internet", (bool,), "no internet"),
+    ("environment", "memory"): ("memory_mb", (str,), "size"),  # Harbor's older "2G" form
+    ("environment", "storage"): ("storage_mb", (str,), "size"),
     ("environment", "docker_image"): ("docker_image", (str,), "nonempty"),
+    ("environment", "workdir"): ("workdir", (str,), "absolute path"),
     ("environment", "env"): ("env", (dict,), "strmap"),
     ("verifier", "env"): ("verifier_env", (dict,), "strmap"),
     ("solution", "env"): ("solution_env", (dict,), "strmap"),
@@ -107,40 +124,34 @@ _RANGES: dict[tuple[str, str], tuple[float, bool, float, str]] = {
     ("environment", "cpus"): (0, False, 64, "CPUs"),
     ("environment", "memory_mb"): (16, True, 1048576, "MiB"),
     ("environment", "storage_mb"): (16, True, 10485760, "MiB"),
+    ("environment", "memory"): (16, True, 1048576, "MiB"),
+    ("environment", "storage"): (16, True, 10485760, "MiB"),
     ("verifier", "logs_max_mb"): (1, True, 64, "MiB"),  # the verifier's /logs tmpfs is 64 MiB
 }
-# Keys of [task] termcredit reads (name) or keeps as Harbor documents them (description,
-# authors, keywords): key -> accepted types
-_TASK_KEYS: dict[str, tuple[type, ...]] = {"name": (str,), "description": (str,),
-                                           "authors": (list,), "keywords": (list,)}
-_TOP_KEYS = ("schema_version", "version")  # top-level values that are not sections
-# Every key the loader knows, per section ("" is the top level). [metadata] and the env tables
-# are free-form; anything else unknown is a typo (or a Harbor feature termcredit lacks) and an
-# error, never silently ignored.
-_KNOWN: dict[str, tuple[str, ...]] = {"": _TOP_KEYS, "task": tuple(_TASK_KEYS)} | {
-    section: tuple(k for s, k in _FIELDS if s == section and k) for section, _ in _FIELDS}
+_TASK_KEYS = tuple(k for s, k in KEPT if s == "task")
+_TOP_KEYS = tuple(k for s, k in (*KEPT, *DEFAULT_ONLY) if s == "")  # top-level, not sections
+# Every key the loader knows, per section ("" is the top level): what it honours first, then
+# the network keys, then Harbor's others. [metadata] and the env tables are free-form; anything
+# else unknown is a typo and an error, never silently ignored.
+_KNOWN: dict[str, tuple[str, ...]] = {"": _TOP_KEYS, "task": _TASK_KEYS} | {
+    section: tuple(dict.fromkeys(k for s, k in (*_FIELDS, *NETWORK_KEYS, *KEPT, *DEFAULT_ONLY)
+                                 if s == section and k))
+    for section, _ in _FIELDS}
 _SECTIONS = tuple(s for s in _KNOWN if s)
-# Harbor task.toml keys termcredit does not implement: named as such, not as typos
-_UNSUPPORTED: dict[tuple[str, str], str] = {
-    ("", "steps"): "multi-step tasks are not supported",
-    ("", "artifacts"): "artifact collection is not supported",
-    ("agent", "user"): "the agent's user cannot be chosen",
-    ("verifier", "user"): "the verifier's user cannot be chosen",
-    ("verifier", "environment_mode"): "the verifier runs in the agent's container",
-    ("environment", "gpus"): "the sandbox has no GPUs",
-    ("environment", "gpu_types"): "the sandbox has no GPUs",
-    ("environment", "mcp_servers"): "MCP servers are not supported",
-    ("environment", "skills_dir"): "skills are not supported",
-}
 _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
                dict: "a table", list: "a list"}
 
 
 def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: str) -> Any:
     ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
+    if not ok and rule == "size":
+        raise TaskError(file, f"must be a size such as \"512M\" or \"2G\" (or {dotted}_mb = "
+                        f"a number of MiB), got {type(value).__name__} {value!r}", dotted)
     if not ok:
         want = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in types))
         raise TaskError(file, f"must be {want}, got {type(value).__name__} {value!r}", dotted)
+    if rule == "size":  # a size string becomes MiB, then its *_mb key's range applies
+        value, rule = _size_mb(file, dotted, value), "range"
     if rule == "range":
         low, low_in, high, unit = _RANGES[tuple(dotted.split(".", 1))]  # type: ignore[index]
         if not math.isfinite(value):
@@ -149,9 +160,8 @@ def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: s
             lower = f"at least {low}" if low_in else f"greater than {low}"
             raise TaskError(file, f"must be {lower} and at most {high} ({unit}), "
                             f"got {value!r}", dotted)
-    if rule == "no internet" and value:
-        raise TaskError(file, "not supported: the sandbox has no network; remove it or set "
-                        "false", dotted)
+    if rule == "absolute path" and not value.startswith("/"):
+        raise TaskError(file, f"must be an absolute path, got {value!r}", dotted)
     if rule == "nonempty" and not value.strip():
         raise TaskError(file, "must not be empty", dotted)
     if rule.startswith("one of: "):
@@ -178,9 +188,6 @@ def _unknown(file: Path, section: str, key: str, value: Any) -> TaskError:
     """The error for a key the loader does not know: the nearest valid key, or where the key
     belongs, or the valid keys."""
     dotted = f"{section}.{key}" if section else key
-    if (section, key) in _UNSUPPORTED:
-        return TaskError(file, f"not supported: {_UNSUPPORTED[(section, key)]} (a Harbor key "
-                         "termcredit does not implement); remove it", dotted)
     valid = _KNOWN[section]
     if section == "":
         table = isinstance(value, dict)
@@ -207,35 +214,51 @@ def _unknown(file: Path, section: str, key: str, value: Any) -> TaskError:
     return TaskError(file, f"{what}; valid keys: " + ", ".join(valid), dotted)
 
 
-def _harmless(section: str, key: str, value: Any) -> bool:
-    """Harbor's ``gpus = 0`` (its default) asks for nothing termcredit lacks."""
-    return (section, key) == ("environment", "gpus") and type(value) is int and value == 0
+def _size_mb(file: Path, dotted: str, text: str) -> int:
+    """Harbor's older size strings ("512M", "2G", "1024K") in MiB, as Harbor reads them."""
+    units = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}
+    size = text.strip().upper()
+    try:
+        return int(float(size[:-1]) * units[size[-1:]])
+    except (KeyError, ValueError):
+        raise TaskError(file, f"must be a size such as \"512M\" or \"2G\", got {text!r}",
+                        dotted) from None
 
 
-def _check_keys(file: Path, data: dict[str, Any]) -> None:
-    """Every section and key is one the loader knows ([metadata] and env tables are free)."""
+def _check_keys(file: Path, data: dict[str, Any]) -> list[TaskError]:
+    """Every section and key is one the loader knows ([metadata] and env tables are free);
+    the lines for Harbor features asked for that termcredit lacks."""
+    unsupported: list[TaskError] = []
     for section, body in data.items():
         if section in _TOP_KEYS:
-            continue
-        if section not in _SECTIONS:
+            body = {section: body}
+            section = ""
+        elif section not in _SECTIONS:
             raise _unknown(file, "", section, body)
-        if not isinstance(body, dict):
+        elif not isinstance(body, dict):
             raise TaskError(file, f"must be a table ([{section}]), got {body!r}", section)
         if section == "metadata":
             continue
         for key, value in body.items():
-            if key not in _KNOWN[section] and not _harmless(section, key, value):
+            dotted = f"{section}.{key}" if section else key
+            if key not in _KNOWN[section]:
                 raise _unknown(file, section, key, value)
-    for key, types in _TASK_KEYS.items():
-        if key in data.get("task", {}) and key != "name":
-            value = data["task"][key]
-            _check(file, f"task.{key}", value, types, "any")
-            if key == "keywords" and not all(isinstance(k, str) for k in value):
-                raise TaskError(file, "must be a list of strings", "task.keywords")
+            if (section, key) in KEPT:
+                _check(file, dotted, value, KEPT[(section, key)], "any")
+            elif (section, key) in DEFAULT_ONLY:
+                reason = unsupported_message(section, key, value)
+                if reason:
+                    unsupported.append(TaskError(file, reason, dotted))
+    keywords = data.get("task", {}).get("keywords", [])
+    if not all(isinstance(k, str) for k in keywords):
+        raise TaskError(file, "must be a list of strings", "task.keywords")
+    return unsupported
 
 
-def load_task(path: str | Path) -> Task:
-    """Load and validate one task folder; raises TaskError naming the file and field."""
+def load_task(path: str | Path, *, lenient: bool = False) -> Task:
+    """Load and validate one task folder; raises TaskError naming the file and field.
+    ``lenient``: a Harbor feature termcredit lacks is kept in ``Task.unsupported`` (the
+    caller skips the task's trials) rather than raised."""
     root = Path(path).resolve()
     if not root.is_dir():
         raise TaskError(root, "task folder not found")
@@ -249,8 +272,10 @@ def load_task(path: str | Path) -> Task:
     except UnicodeDecodeError as exc:
         raise TaskError(toml_path, "not UTF-8 text") from exc
 
-    _check_keys(toml_path, data)
-    kwargs: dict[str, Any] = {}
+    unsupported = _check_keys(toml_path, data)
+    if unsupported and not lenient:
+        raise unsupported[0]
+    kwargs: dict[str, Any] = {"unsupported": [str(e) for e in unsupported]}
     for (section, key), (attr, types, rule) in _FIELDS.items():
         body = data.get(section)
         if body is None:
@@ -259,6 +284,14 @@ def load_task(path: str | Path) -> Task:
             kwargs[attr] = _check(toml_path, section, body, types, rule)
         elif key in body:
             kwargs[attr] = _check(toml_path, f"{section}.{key}", body[key], types, rule)
+    env = data.get("environment", {})
+    for old, new in (("memory", "memory_mb"), ("storage", "storage_mb")):
+        if old in env and new in env and kwargs[new] != env[new]:
+            raise TaskError(toml_path, f"says {kwargs[new]} MiB and {new} says {env[new]}: "
+                            "keep one of them", f"environment.{old}")
+    policy = resolve(data, lambda message, dotted: TaskError(toml_path, message, dotted))
+    kwargs.update(allow_internet=policy.agent, allowed_hosts=policy.allowed_hosts,
+                  verifier_network=policy.verifier)
 
     task_section = data.get("task", {})
     name = task_section.get("name", root.name)
@@ -281,17 +314,17 @@ def load_task(path: str | Path) -> Task:
     return Task(name=name, path=root, instruction=instruction, **kwargs)
 
 
-def find_tasks(paths: list[str | Path]) -> list[Task]:
-    """Each path is a task folder or a folder of task folders."""
+def find_tasks(paths: list[str | Path], *, lenient: bool = False) -> list[Task]:
+    """Each path is a task folder or a folder of task folders (``lenient``: see load_task)."""
     tasks: list[Task] = []
     for p in map(Path, paths):
         if (p / "task.toml").is_file():
-            tasks.append(load_task(p))
+            tasks.append(load_task(p, lenient=lenient))
         elif p.is_dir():
             subs = sorted(d for d in p.iterdir() if (d / "task.toml").is_file())
             if not subs:
                 raise TaskError(p, "neither a task folder nor a folder of tasks (no task.toml)")
-            tasks.extend(load_task(d) for d in subs)
+            tasks.extend(load_task(d, lenient=lenient) for d in subs)
         else:
             raise TaskError(p, "task folder not found")
     return tasks
