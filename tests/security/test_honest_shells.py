@@ -77,9 +77,11 @@ def secrets_of(t) -> list[str]:
     return sorted(nonces) + [s["end_token"] for s in t.steps if s.get("end_token")]
 
 
-def check_unseen(t) -> None:
+def check_unseen(t, harness_names: bool = False) -> None:
+    """No marker root, nonce or end token in what the agent saw; nor (unless
+    ``harness_names``) any name of the harness's own shell functions and variables."""
     seen = visible(t)
-    for word in ["__termcredit__", "__tc_"] + secrets_of(t):
+    for word in ["__termcredit__"] + ([] if harness_names else ["__tc_"]) + secrets_of(t):
         assert word not in seen, f"the agent saw the harness's {word!r}:\n{seen[-2000:]}"
 
 
@@ -97,9 +99,13 @@ def test_debug_trap_sees_exactly_the_agents_commands(campaign):
 @pytest.mark.trial("trap-debug-log")
 def test_debug_trap_logging_to_a_file_is_clean(campaign):
     t = campaign["trap-debug-log"]
-    log = t.out(2)
-    assert "cd /app\n" in log and SOLVE + "\n" in log and "cat /tmp/commands.log\n" in log, log
-    check_unseen(t)
+    # the agent's commands, and after each command the two harness commands that put its
+    # traps aside (bash cannot drop a live DEBUG trap without running a command): no marker,
+    # no state dump, no secret
+    aside = "builtin trap -p ERR DEBUG 1>&3\n__tc_off\n"
+    assert t.out(2) == (aside + "cd /app\n" + SOLVE + "\n" + aside
+                        + "cat /tmp/commands.log\n"), t.out(2)
+    check_unseen(t, harness_names=True)
     check_clean(t)
 
 
@@ -126,8 +132,9 @@ def test_prompt_command_is_clean(campaign):
 @pytest.mark.trial("xtrace")
 def test_xtrace_shows_the_agents_commands_and_no_protocol(campaign):
     t = campaign["xtrace"]
+    # "++": the command runs through one eval (as it always has), one xtrace level down
     assert [t.step(i)["stderr"] for i in range(5)] == [
-        "", "+ cd /app\n", "+ echo 'Hello, world!'\n", "+ set +x\n", ""], t.steps
+        "", "++ cd /app\n", "++ echo 'Hello, world!'\n", "++ set +x\n", ""], t.steps
     assert t.out(4) == "quiet\n", t.step(4)
     check_unseen(t)
     check_clean(t)

@@ -73,7 +73,8 @@ def verify_episode(sandbox: Sandbox, task: Task, traj: Trajectory, trial_dir: Pa
     changed = before | during | (after - before - verifier_wrote) | traj.written_paths()
     hits = audit_verifier(verifier_trace, changed, workdir=sandbox.workdir,
                           instruction=task.instruction, may_modify=task.agent_may_modify,
-                          resolve=agent.resolve, session=verifier_session)
+                          resolve=agent.resolve, session=verifier_session,
+                          loader_cache_regenerates=agent.ldcache_regenerates)
     hit_paths = {h["path"] for h in hits}
     report.tampering = sorted(
         f"{p}: written by an agent process during verification" for p in during

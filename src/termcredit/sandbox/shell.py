@@ -24,9 +24,9 @@ from ..tracer.protocol import marker_dir, strace_argv
 
 _HERE = Path(__file__).parent
 NSINIT_SOURCE = (_HERE / "nsinit.py").read_text()
-# definitions first (shim_state, shim_session): the package imports fail in the sandbox
-SHIM_SOURCE = "\n".join((_HERE / name).read_text()
-                         for name in ("shim_state.py", "shim_session.py", "shim.py")).encode()
+# definitions first (shim_state, shim_protocol, shim_session): the package imports fail in the sandbox
+SHIM_SOURCE = "\n".join((_HERE / name).read_text() for name in (
+    "shim_state.py", "shim_protocol.py", "shim_session.py", "shim.py")).encode()
 # Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
 BOOTSTRAP = (
     "import os,sys\nn=int(sys.argv[1]);s=b''\nwhile len(s)<n:s+=os.read(0,n-len(s))\n"
@@ -293,6 +293,11 @@ class TracedShell:
                 isinstance(x, str) and x.startswith("/") and len(x) <= 4096 for x in t)
             for t in targets), "resolve")
         return {p: t for p, t in zip(paths, targets) if t}
+
+    def ldcache_regenerates(self) -> bool:
+        """Is the container's /etc/ld.so.cache what its ldconfig makes now (tasks/audit.py)?"""
+        frame = self._req("ldcache", max_blobs=0, limit=0, wait=90)
+        return frame.header.get("same") is True
 
     def finish(self, grace: float = 2.0) -> str:
         """End the shell and every process of its namespace (after up to ``grace`` s for them

@@ -27,8 +27,8 @@ import threading
 import time
 
 try:  # imported as part of the package (tests); in the sandbox shim_session's source comes first
-    from .shim_session import (Session, ansi_c_quote, read_tree, resolve,  # noqa: F401
-                               snapshot, write_tree)
+    from .shim_session import (Session, ansi_c_quote, ldcache_regenerates,  # noqa: F401
+                               read_tree, resolve, snapshot, write_tree)
 except ImportError:
     pass
 
@@ -83,6 +83,8 @@ def handle(sessions, req, blobs):
         return send(header, *parts)
     if op == "resolve":
         return send({"op": "resolved", "targets": resolve(req["paths"])})
+    if op == "ldcache":
+        return send({"op": "ldcache", "same": ldcache_regenerates()})
     if op in ("finish", "kill"):
         tail = s.finish(0.0 if op == "kill" else req.get("grace", 2.0))
         return send({"op": "finished", "integrity": s.take_integrity()}, tail)
