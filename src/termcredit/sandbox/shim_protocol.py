@@ -40,7 +40,8 @@ except ImportError:
     pass
 
 # the status and flags of the command, taken where no command runs (see the module doc)
-_TAKE = '<"/dev/null${__tc_A[${__tc_e:=$?}]-}${__tc_A[${__tc_f:=$-}]-}"'
+# (a dup of fd 0 onto itself: no file opened, so no traced call and no ptrace stop)
+_TAKE = '0<&"0${__tc_A[${__tc_e:=$?}]-}${__tc_A[${__tc_f:=$-}]-}"'
 _OPTS = (("x", "xtrace"), ("v", "verbose"), ("e", "errexit"), ("u", "nounset"),
          ("E", "errtrace"), ("T", "functrace"))
 # Commands run inside a function so that a timeout can abandon the whole command list (the USR1
