@@ -54,6 +54,7 @@ VICTIMS: dict[str, tuple[Path | None, Any]] = {
     "service-http": (FIXTURES / "service-http", None),
     "pip-wheel": (FIXTURES / "pip-wheel", None),
     "pip-wheel-undeclared": (FIXTURES / "pip-wheel", _drop_lines(r"^agent_may_modify\s*=.*$")),
+    "apt-deb": (FIXTURES / "apt-deb", None),
     # made at run time (make_probe): its verifier reports what agent leftovers stole
     "probe": (None, None),
 }

@@ -26,10 +26,10 @@ from ..tracer.protocol import marker_dir, strace_argv
 _HERE = Path(__file__).parent
 # pristine.py's definitions first: nsinit.py ends by running its main()
 NSINIT_SOURCE = "\n".join((_HERE / name).read_text() for name in ("pristine.py", "nsinit.py"))
-# definitions first (shim_state, shim_session): the package imports fail in the sandbox
-SHIM_SOURCE = "\n".join((_HERE / name).read_text()
-                         for name in ("shim_state.py", "shim_files.py", "shim_session.py",
-                                      "shim.py")).encode()
+# definitions first (shim_state, shim_files, shim_protocol, shim_session): the package imports
+# fail in the sandbox
+SHIM_SOURCE = "\n".join((_HERE / name).read_text() for name in (
+    "shim_state.py", "shim_files.py", "shim_protocol.py", "shim_session.py", "shim.py")).encode()
 # Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
 BOOTSTRAP = (
     "import os,sys\nn=int(sys.argv[1]);s=b''\nwhile len(s)<n:s+=os.read(0,n-len(s))\n"

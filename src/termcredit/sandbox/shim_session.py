@@ -13,8 +13,9 @@ import sys
 import threading
 import time
 
-try:  # imported as part of the package (tests); in the sandbox shim_state's source comes first
-    from .shim_state import STATE_CAP, STATE_FD, dump_script, parse_report, state_changes
+try:  # imported as part of the package (tests); in the sandbox the sources come first
+    from .shim_protocol import INIT_SCRIPT, ansi_c_quote, command_script, parse_traps  # noqa: F401
+    from .shim_state import STATE_CAP, dump_script, parse_report, state_changes
 except ImportError:
     pass
 
@@ -25,39 +26,6 @@ WATCH_CAP = 64 << 20  # trace kept while watching agent processes during verific
 TRACE_HEAD, TRACE_TAIL = 12 << 20, 4 << 20  # a step's trace kept: head and tail, whole lines
 BATCH_AFTER_S, BATCH_SLEEP_S = 0.01, 0.003
 LOADER = "import os,sys;exec(compile(os.read(int(sys.argv[2]),1<<20),'termcredit-nsinit','exec'))"
-# Commands run inside a function so that a timeout can abandon the whole command list (the USR1
-# trap returns from it) without killing the shell and its state. The EXIT trap reports the cwd
-# through the trace, so a shell that a command ended restarts where it stood.
-INIT_SCRIPT = (
-    "__tc_run() { eval \"$__tc_c\"; }\ntrap 'return 137 2>/dev/null' USR1\n"
-    "trap 'cd \"%s/cwd$PWD\" 2>/dev/null' EXIT\n"
-)
-
-
-def ansi_c_quote(text):
-    """bash $'...' quoting that survives any byte, so the command text reaches eval intact."""
-    out = []
-    try:
-        raw = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a lone surrogate that no byte decoded to: not a real byte
-        raw = text.encode("utf-8", "replace")
-    for ch in raw:
-        if ch in (0x27, 0x5C) or ch < 0x20 or ch >= 0x7F:
-            out.append("\\x%02x" % ch)
-        else:
-            out.append(chr(ch))
-    return "$'" + "".join(out) + "'"
-
-
-def command_script(mark, seq, cmd, token):
-    """The line bash reads for command SEQ: its start marker, the command, the shell's state
-    report (builtins only), then the end marker with the command's $? and secret token.
-    The markers are ``builtin cd -P``: a `cd` function of the agent's (rvm defines one) is
-    not called, and a physical cd fails in one chdir where a logical one retries the verbatim
-    name (two traced calls, two stops, per marker)."""
-    return ("__tc_c=%s; builtin cd -P %s/s%d 2>/dev/null; __tc_run </dev/null %d>&-; "
-            "__tc_e=$?; %s; builtin cd -P %s/e%d.$__tc_e.%s 2>/dev/null\n") % (
-        ansi_c_quote(cmd), mark, seq, STATE_FD, dump_script(token), mark, seq, token)
 
 
 class Capped:
@@ -274,6 +242,7 @@ class Session:
                 os.close(fd)
         self.stdin_w, self.out_fd, self.err_fd, self.state_fd = in_w, out_r, err_r, st_r
         self.state_buf, self.shell_state, self.state_lost = bytearray(), None, False
+        self.traps = {}  # the agent's DEBUG/ERR traps, put aside between its commands
         self.env, self.bash_inner, deadline = env, None, time.monotonic() + 20
         self.start_error, spawned = None, False
         while not spawned and time.monotonic() < deadline and not self.ns_gone:
@@ -328,13 +297,16 @@ class Session:
                 self.state_lost = True
 
     def _take_report(self, token):
-        state, used, junk = parse_report(bytes(self.state_buf), token)
-        if used:
-            del self.state_buf[:used]
-        if junk and not self.state_lost:
+        state, used, pre = parse_report(bytes(self.state_buf), token)
+        if not used:
+            return None
+        del self.state_buf[:used]
+        traps, ok = parse_traps(pre) if pre else (None, True)
+        if traps is not None:
+            self.traps = traps
+        if (state is None or not ok) and not self.state_lost:
             self._flag("unexpected writes to the shell-state channel")
-        if used:
-            self.state_lost = False
+        self.state_lost = False
         return state
 
     def _outer_pid(self, inner):
@@ -364,7 +336,7 @@ class Session:
         # One line: bash has read all of it before the command runs, so nothing of it is left
         # in the pipe for the command to read.
         trace_end = ('chdir("%s/e%d.' % (self.mark, seq)).encode()
-        script = command_script(self.mark, seq, cmd, token)
+        script = command_script(self.mark, seq, cmd, token, self.traps)
         before = set(int(p) for p in os.listdir("/proc") if p.isdigit())
         out, err = Capped(cap), Capped(cap)
         self.trace_dropped = 0

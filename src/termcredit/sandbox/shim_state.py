@@ -33,8 +33,10 @@ VOLATILE = frozenset(
 def dump_script(token):
     """Builtins that write the state report for ``token`` to fd 3 (one shell line, no newline)."""
     p = "builtin printf '%%s\\n' %s%s"
+    # __tc_so: the options the agent's command left on, which the harness has put aside
+    # until its next command (shim_protocol.py); printed last, so they win
     return ("{ %s; builtin declare -p; %s; builtin declare -f; %s; builtin shopt -p; "
-            "builtin set +o; %s; builtin alias -p; %s; } >&%d" % (
+            "builtin set +o; builtin printf '%%s' \"$__tc_so\"; %s; builtin alias -p; %s; } >&%d" % (
                 p % ("V", token), p % ("F", token), p % ("O", token), p % ("A", token),
                 p % ("Z", token), STATE_FD))
 
@@ -90,26 +92,27 @@ def _aliases(lines, out):
 
 
 def parse_report(buf, token):
-    """(state or None, bytes consumed, junk seen) for the report framed by ``token`` in ``buf``.
+    """(state or None, bytes consumed, text ahead of the report) for the report framed by
+    ``token`` in ``buf``; the text ahead is the harness's trap report (shim_protocol.py).
 
-    state None: no complete, well-formed report (yet); consumed 0 then."""
+    state None: no complete report yet (consumed 0), or a malformed one (consumed > 0)."""
     text = buf.decode("utf-8", "surrogateescape")
     start = text.find("V%s\n" % token)
     end = text.find("Z%s\n" % token, start + 1) if start >= 0 else -1
     if start < 0 or end < 0:
-        return None, 0, False
-    junk = bool(text[:start].strip())
+        return None, 0, ""
+    pre = text[:start]
     consumed = len(text[:end + len(token) + 2].encode("utf-8", "surrogateescape"))
     body = text[start:end]
     parts = {}
     for tag in "VFOA":
         i = body.find("%s%s\n" % (tag, token))
         if i < 0:
-            return None, consumed, True
+            return None, consumed, pre
         parts[tag] = i + len(token) + 2
     order = sorted(parts, key=parts.get)
     if order != list("VFOA"):
-        return None, consumed, True
+        return None, consumed, pre
     state = {}
     for tag, nxt, parse in (("V", "F", _variables), ("F", "O", _functions),
                             ("O", "A", _options), ("A", None, _aliases)):
@@ -118,8 +121,8 @@ def parse_report(buf, token):
         if section and section[-1] == "":
             section.pop()
         if not parse(section, state):
-            return None, consumed, True
-    return state, consumed, junk
+            return None, consumed, pre
+    return state, consumed, pre
 
 
 def state_changes(before, after):

@@ -53,6 +53,11 @@ CUSTOMIZE = frozenset({"sitecustomize.py", "usercustomize.py"})
 SHELL_STARTUP_NAMES = frozenset({".bashrc", ".bash_profile", ".bash_login", ".profile"})
 SHELL_STARTUP_PATHS = frozenset({"/etc/profile", "/etc/bash.bashrc", "/etc/environment"})
 LOADER_PATHS = frozenset({"/etc/ld.so.preload", "/etc/ld.so.cache"})
+LOADER_CACHE = "/etc/ld.so.cache"
+# what ldconfig makes the cache from, besides the libraries (judged on their own when loaded)
+LOADER_INPUTS = ("/etc/ld.so.conf", "/etc/ld.so.conf.d/", "/sbin/ldconfig", "/usr/sbin/ldconfig")
+# merged /usr: /lib -> usr/lib and so on (Debian since bookworm)
+MERGED_USR = ("/bin/", "/sbin/", "/lib/", "/lib32/", "/lib64/", "/libx32/")
 _SHARED_LIB = re.compile(r".*\.so(?:\.[^/]*)?")
 _PY_LIB = re.compile(r"(?:.*/(?:site|dist)-packages/.*|/usr(?:/local)?/lib/python3[^/]*/.*)")
 _PYC = re.compile(r"(?P<dir>.*)/__pycache__/(?P<stem>[^/.]+)\.[^/]*pyc")
@@ -214,10 +219,31 @@ def _open_aliases(trace_text: str) -> dict[str, set[str]]:
 # ------------------------------------------------------------------ the audit
 
 
+def usr_spelling(path: str) -> str | None:
+    """``/lib/x`` -> ``/usr/lib/x`` (the same file on a merged-/usr image); None otherwise.
+    Used only to match ``agent_may_modify``: on an image without merged /usr the two are
+    different files, but what the /lib name may hold is then judged by the same name a task
+    declares (a /lib/.../libc.so.6 is never covered by a declared /usr/lib/.../libfoo*)."""
+    return "/usr" + path if path.startswith(MERGED_USR) else None
+
+
+def loader_cache_regenerated(changed: set[str], regenerates: Callable[[], bool] | None) -> bool:
+    """Is the agent's ``/etc/ld.so.cache`` what ldconfig makes from the library folders?
+    Then it is regenerated state, not a hook: with the loader's configuration and ldconfig
+    untouched it lists only ``lib*.so*`` files of the system's library folders, and each of
+    those the verifier loads is judged itself (a shared library). ``regenerates``: the caller
+    runs the image's ldconfig into a scratch file and compares (None: unknown, not clean)."""
+    if regenerates is None or any(p == i or (i.endswith("/") and p.startswith(i))
+                                  for p in changed for i in LOADER_INPUTS):
+        return False
+    return regenerates()
+
+
 def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: str,
                    instruction: str, may_modify: Sequence[str] = (),
                    resolve: Callable[[list[str]], Mapping[str, Iterable[str]]] | None = None,
                    session: SessionTrace | None = None,
+                   loader_cache_regenerates: Callable[[], bool] | None = None,
                    ) -> list[dict[str, str]]:
     """Toolchain files the verifier executed or loaded that an agent process created or
     modified, not exempt; ``[{"path", "reason"}]`` sorted by path (empty: not suspect).
@@ -226,7 +252,9 @@ def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: st
     files the kernel really ran for it, which the trace cannot show (the end of a symlink
     chain, a ``#!`` interpreter); the caller resolves them in the container.
     ``session``: ``parse_session(trace_text)`` (default environment layer), if the caller has
-    parsed the trace already; the text is still read for the names opens asked for."""
+    parsed the trace already; the text is still read for the names opens asked for.
+    ``loader_cache_regenerates``: see ``loader_cache_regenerated`` (an agent-changed
+    ``/etc/ld.so.cache`` is a hit unless it is regenerated state)."""
     read, executed, aliases = verifier_loaded(trace_text, session=session)
     exec_targets = resolve(sorted(executed)) if resolve is not None and executed else {}
     changed = {norm(p) for p in agent_changed if isinstance(p, str) and p.startswith("/")}
@@ -235,7 +263,9 @@ def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: st
     def exempt(path: str) -> bool:
         src = source_of(path)  # bytecode is exempt with its source
         names = [path] if src is None else [path, src]
-        if under(path, TESTS_DIR) or any(glob_match(g, n) for g in may_modify for n in names):
+        usr = usr_spelling(path)  # a declared /usr/lib/x also covers its /lib/x spelling
+        if under(path, TESTS_DIR) or any(glob_match(g, n) for g in may_modify
+                                         for n in names + ([usr] if usr else [])):
             return True
         if any(_named(instruction, n) for n in names):
             return True
@@ -257,6 +287,8 @@ def audit_verifier(trace_text: str, agent_changed: Iterable[str], *, workdir: st
             if reason is None and work != "/" and shadows_module(name, work):
                 reason = "shadows a python module"
             if reason is None or not (name in changed or path in changed) or exempt(name):
+                continue
+            if path == LOADER_CACHE and loader_cache_regenerated(changed, loader_cache_regenerates):
                 continue
             hits.setdefault(name, reason)
             break

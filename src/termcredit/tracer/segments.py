@@ -181,16 +181,19 @@ class SegmentRules:
 
     def _may_adopt(self, proc: Process, start: bool) -> bool:
         """May `proc`, whose marker this is, become the shell? The first shell: any process.
-        Later only a restarted one (the sandbox starts a new strace + bash after the shell
-        died): a start marker from a new root process that appeared after the old shell's last
-        marker, while the old shell is dead: it exited, or it is never seen again from the new
-        process's first line on (a SIGKILLed shell leaves no `+++` line under
-        `-e signal=none`). So a command's process, or a background job of a dead shell, never
-        takes over; nor does a child in a PID namespace, which strace shows as a root process
-        (its clone returns a pid strace cannot match), while the shell lives."""
+        Later only a restarted one (after the shell died, the namespace's init forks a new
+        bash, a sibling of the old one; older traces: a new strace + bash, a root process):
+        a start marker from a sibling or a new root process that appeared after the old
+        shell's last marker, while the old shell is dead: it exited, or it is never seen again
+        from the new process's first line on (a SIGKILLed shell leaves no `+++` line under
+        `-e signal=none`). So a command's process (the shell's descendant), or a background
+        job of a dead shell, never takes over; nor does a child in a PID namespace, which
+        strace shows as a root process (its clone returns a pid strace cannot match), while
+        the shell lives."""
         if self.shell is None:
             return True
-        if not start or proc.parent_proc is not None or proc.first_line <= self.shell_line:
+        sibling = proc.parent_proc is None or proc.parent_proc is self.shell.parent_proc
+        if not start or not sibling or proc.first_line <= self.shell_line:
             return False
         return self.shell.exited or not self._seen_after(self.shell.pid, proc.first_line)
 

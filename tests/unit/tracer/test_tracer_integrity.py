@@ -187,6 +187,25 @@ def test_restart_after_sigkill_without_exit_line_is_honest() -> None:
     assert trace.commands[1].end_ts is None and rel(trace.summary(2).written) == {"b"}
 
 
+def test_shell_restarted_by_the_namespace_init_is_adopted() -> None:
+    """#32: the sandbox's namespace init (pid 5) forks each bash; after `exit` it forks a
+    new one, a sibling of the old shell: that shell is adopted, with no finding."""
+    t = T().fork(5, 10).startup(10).step(10, 1, W("a"), code=3, token=TOK1).exit(10, 3)
+    t.fork(5, 20).startup(20).step(20, 2, W("b"), token=TOK2)
+    trace = parse_session(t.text, "ab", tokens={1: TOK1, 2: TOK2})
+    assert trace.shell_pids == [10, 20] and trace.integrity == {}
+    assert rel(trace.summary(1).written) == {"a"} and rel(trace.summary(2).written) == {"b"}
+
+
+def test_child_of_a_dead_shells_job_is_no_sibling() -> None:
+    """A process the old shell's job forked is a descendant, not a sibling: never adopted."""
+    t = T().fork(5, 10).startup(10).cd(10, "s1").fork(10, 11).exit(10, 0)
+    t.fork(11, 12).cd(12, "s2").add(12, W("bg"))
+    trace = parse_session(t.text, "ab")
+    assert trace.shell_pids == [10]
+    assert trace.integrity == {1: ["marker s2 from pid 12, not the shell"]}
+
+
 def test_pid_namespace_child_cannot_take_over_a_live_shell() -> None:
     """`unshare --pid --fork sh -c ...`: inside the namespace, clone returns the namespace's
     pid (2), so strace's pid for the child matches no clone: it looks like a root process,
