@@ -133,9 +133,12 @@ def prepare_root(declared, workdir):
         if not pattern.startswith("/usr/"):
             continue
         for src in _declared_roots(pattern):
-            real = os.path.realpath(src)
-            if image is None or not real.startswith("/usr/") or real != src:
-                notes.append("declared path not copied (a link or outside /usr): %s" % src)
+            # its folders must be real folders under /usr (no link on the way); the entry
+            # itself is copied as it is, a link as a link (a library's soname link)
+            parent = os.path.dirname(src)
+            if image is None or not src.startswith("/usr/") or os.path.realpath(parent) != parent:
+                notes.append("declared path not copied (a link on the way, or outside /usr): %s"
+                             % src)
                 continue
             dst = image + src
             os.makedirs(os.path.dirname(dst), exist_ok=True)
