@@ -1,7 +1,7 @@
 """Harbor's own loader as the judge of "Harbor format": ``harbor.models.task.task.Task`` (PyPI
-harbor 0.26.0, Python >= 3.12) loads every built-in task and every task `tasks import` makes
-of the Terminal-Bench-1 fixtures, reads the values termcredit reads, and loads a task.toml
-that carries termcredit's own keys (it ignores them).
+harbor 0.26.0, Python >= 3.12) loads every built-in task, every task `tasks import` makes of
+the Terminal-Bench-1 fixtures and what `tasks new` writes, reads the values termcredit reads,
+and loads a task.toml that carries termcredit's own keys (it ignores them).
 
 Harbor runs in its own image, FROM the trixie base (Python 3.13) with harbor installed from
 PyPI at pinned versions (tests/fixtures/harbor-loader/image/), built once and cached by a hash
@@ -95,6 +95,17 @@ def test_harbor_loads_every_imported_tb1_fixture(client, harbor_image, tmp_path)
     assert sorted(results) == [f"/t/imported/{m}" for m in made]
     for m in made:
         assert_loads_as_termcredit_reads_it(results[f"/t/imported/{m}"], out / m)
+
+
+def test_harbor_loads_what_tasks_new_writes(client, harbor_image, tmp_path):
+    from termcredit.tasktools.scaffold import new_task
+
+    made = [new_task("plain", tmp_path / "new"), new_task("seeded", tmp_path / "new",
+                                                           parametrized=True)]
+    results = harbor_load(client, harbor_image, {"new": tmp_path / "new"},
+                          "/t/new/plain", "/t/new/seeded")
+    for task in made:
+        assert_loads_as_termcredit_reads_it(results[f"/t/new/{task.name}"], task)
 
 
 def test_termcredit_keys_are_ones_harbor_ignores(client, harbor_image, tmp_path):
