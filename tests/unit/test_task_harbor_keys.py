@@ -218,3 +218,28 @@ def test_sandbox_spec_takes_workdir_and_only_a_permitted_grant(tmp_path):
     assert offline_warning([open_task, closed], None) == (
         "warning: 1 task(s) permit network access (o); this run grants none, so they run "
         "offline (--network NAME grants one)")
+
+
+def test_termcredit_extensions_are_known_and_honoured(tmp_path):
+    """The keys README calls termcredit's own (harbor_keys.EXTENSIONS) are the ones the loader
+    reads beyond Harbor's schema; each, set, changes the task (Harbor ignores them: the
+    integration test test_harbor_loader.py loads such a task.toml with Harbor itself)."""
+    from termcredit.tasks.harbor_keys import EXTENSIONS
+    from termcredit.tasks.model import known_keys
+
+    assert set(EXTENSIONS) == {("verifier", "agent_processes"), ("verifier", "on_suspect"),
+                               ("verifier", "agent_may_modify"), ("verifier", "logs_max_mb")}
+    assert set(EXTENSIONS) <= known_keys()
+    default = load_task(make_task(tmp_path / "d", ""))
+    task = load_task(make_task(tmp_path / "e", '[verifier]\nagent_processes = "kill"\n'
+                               'on_suspect = "zero"\nagent_may_modify = ["/opt/**"]\n'
+                               "logs_max_mb = 2\n"))
+    assert (default.agent_processes, default.on_suspect, default.agent_may_modify,
+            default.logs_max_mb) == ("keep", None, [], 16)
+    assert (task.agent_processes, task.on_suspect, task.agent_may_modify,
+            task.logs_max_mb) == ("kill", "zero", ["/opt/**"], 2)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("termcredit's own keys, extensions Harbor ignores"):]
+    section = section[:section.index("\n- **")]
+    for _, key in EXTENSIONS:
+        assert f"`{key}`" in section, key

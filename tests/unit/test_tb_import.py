@@ -47,7 +47,9 @@ def test_dockerfile_from_kept(imported):
 def test_task_toml_and_instruction(imported):
     _, out = imported
     data = tomllib.loads((out / "task.toml").read_text())
-    assert data["task"]["name"] == "count-http-errors"
+    # Harbor's [task] name is "org/name" (its loader refuses a bare name); termcredit's is
+    # the part after the slash
+    assert data["task"]["name"] == "terminal-bench-1/count-http-errors"
     assert data["task"]["authors"] == [{"name": "Jane Doe", "email": "jane.doe@example.com"}]
     assert data["metadata"] == {"source": "terminal-bench-1", "difficulty": "easy",
                                 "category": "data-processing", "tags": ["logs", "text-processing"],
@@ -200,6 +202,9 @@ def test_solution_yaml_becomes_a_replay(tmp_path):
     assert any("solution/commands.txt" in n for n in report.notes)
     task = load_task(tmp_path / "out")
     assert task.solution_commands == sol / "commands.txt" and not task.has_solution
+    assert task.name == "yaml-solution"  # was "commands.txt", the replay's file name
+    assert tomllib.loads((tmp_path / "out/task.toml").read_text())["task"]["name"] == (
+        "terminal-bench-1/yaml-solution")
 
 
 def test_solution_yaml_with_a_multi_line_command_becomes_solve_sh(tmp_path):

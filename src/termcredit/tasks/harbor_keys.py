@@ -1,4 +1,4 @@
-"""Harbor's task.toml keys termcredit reads but does not act on.
+"""Harbor's task.toml keys termcredit reads but does not act on, and termcredit's own keys.
 
 The schema is Harbor's ``TaskConfig`` (harbor 0.26.0, ``harbor/models/task/config.py``; older
 releases' keys included: ``version``, ``allow_internet``, ``memory``/``storage``). The loader
@@ -10,6 +10,10 @@ releases' keys included: ``version``, ``allow_internet``, ``memory``/``storage``
   container, ...). At Harbor's default or an empty value they ask for nothing and load
   silently; any other value is one ``unsupported`` line naming the file, the key and what to do
   (an error for ``tasks check``, a skipped trial in ``termcredit run``).
+* ``EXTENSIONS``: termcredit's own keys, which Harbor's schema lacks. Harbor's ``TaskConfig``
+  ignores keys it does not know (pydantic's default), so a task carrying them still loads in
+  Harbor, which drops them (tests/integration/test_harbor_loader.py checks it with harbor's
+  own loader).
 """
 
 from __future__ import annotations
@@ -28,6 +32,14 @@ KEPT: dict[tuple[str, str], tuple[type, ...]] = {
     ("task", "description"): (str,),
     ("task", "authors"): (list,),
     ("task", "keywords"): (list,),
+}
+
+# (section, key) -> what it does; model.py honours them (README: "termcredit's own keys")
+EXTENSIONS: dict[tuple[str, str], str] = {
+    ("verifier", "agent_processes"): "keep or kill the agent's processes before verification",
+    ("verifier", "on_suspect"): "what training does with a suspect reward (zero or flag)",
+    ("verifier", "agent_may_modify"): "path globs the agent may change outside its work",
+    ("verifier", "logs_max_mb"): "the most verifier log copied back",
 }
 
 

@@ -142,6 +142,12 @@ _TYPE_NAMES = {int: "an integer", float: "a number", bool: "true or false", str:
                dict: "a table", list: "a list"}
 
 
+def known_keys() -> set[tuple[str, str]]:
+    """Every (section, key) the loader knows; sections are ("", section). [metadata] and the
+    env tables are free-form."""
+    return {(s, k) for s, keys in _KNOWN.items() for k in keys} | {("", s) for s in _SECTIONS}
+
+
 def _check(file: Path, dotted: str, value: Any, types: tuple[type, ...], rule: str) -> Any:
     ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
     if not ok and rule == "size":

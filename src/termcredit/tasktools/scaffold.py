@@ -49,7 +49,7 @@ TOML = """\
 schema_version = "1.1"
 
 [task]
-name = "{name}"                 # the folder name is used if absent; "org/name" is allowed
+name = "local/{name}"           # Harbor wants "org/name" (put yours); termcredit uses "{name}"
 description = "Count the ERROR lines of a log file."
 
 [metadata]                      # free-form; `termcredit tasks list` shows these

@@ -45,6 +45,9 @@ SKIP_FILES = {"task.yaml", "task.yml", "docker-compose.yaml", "docker-compose.ym
               "run-tests.sh", "solution.sh", "solution.yaml", "solution.yml", "tests"}
 DEFAULT_AGENT_TIMEOUT = 360.0  # TB1 defaults
 DEFAULT_TEST_TIMEOUT = 60.0
+# Harbor's [task] name is "org/name" (its loader refuses a bare one); termcredit's task name
+# is the part after the slash
+ORG = "terminal-bench-1"
 
 __all__ = ["ImportReport", "convert_run_tests", "import_tb1", "load_yaml", "task_name"]
 
@@ -182,8 +185,8 @@ def import_tb1(src: str | Path, out: str | Path | None = None, *, force: bool = 
                   None)
         if sy is not None:
             sol.mkdir()
-            name, text, notes = _solution_from_yaml(sy.read_text(), sy)
-            (sol / name).write_text(text)
+            sol_file, text, notes = _solution_from_yaml(sy.read_text(), sy)
+            (sol / sol_file).write_text(text)
             report.notes += notes
         else:
             report.notes.append("no solution.sh or solution.yaml: the oracle cannot run; check "
@@ -217,7 +220,7 @@ def _task_toml(src: Path, name: str, raw: str, data: dict[str, Any], agent_timeo
     lines = [ln for ln in raw.splitlines()  # the canary comment
              if ln.startswith("#") and "canary" in ln.lower()][:3]
     lines += [f"# Imported from Terminal-Bench 1 ({src.name}) by `termcredit tasks import`.",
-              'schema_version = "1.1"', "", "[task]", f"name = {_toml_str(name)}"]
+              'schema_version = "1.1"', "", "[task]", f"name = {_toml_str(f'{ORG}/{name}')}"]
     first = data["instruction"].strip().splitlines()[0]
     lines.append(f"description = {_toml_str(first[:117] + '...' if len(first) > 120 else first)}")
     author = data.get("author_name")
