@@ -25,6 +25,7 @@ from .ebpf_program import STRLEN, numbering, program
 
 TRACEFS = "/sys/kernel/tracing"
 PROBE = "syscalls/sys_enter_openat"
+PERF_PAGES = 4096
 START_TIMEOUT_S = 120.0  # bpftrace compiles ~100 programs first: tens of seconds on 2 CPUs
 
 
@@ -84,7 +85,9 @@ class EbpfTracer:
         with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
             f.write(program(self.root_pid, self.nonce, self.role))
             self._prog = f.name
-        env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN))
+        # 16 MiB of perf buffer per CPU: bpftrace's default (64 pages) loses records in
+        # bursts (a shell start-up's ld.so opens); losses are still counted and flagged
+        env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN), BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES))
         self.proc = subprocess.Popen(["bpftrace", "-q", self._prog], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, start_new_session=True)
         self._readers = [threading.Thread(target=_drain, args=(s, b), daemon=True)
