@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 SOLVE = "sort -t, -k2 -n /app/data.csv | tail -n 1 | cut -d, -f1 > /app/answer.txt"
 SCRIPTS = [
     ["sleep 31", SOLVE],  # its sandbox is removed while this runs
-    [SOLVE, "rm -f /usr/bin/python3*"],  # solved, then broke the verifier's python itself
+    # solved, then moved its working directory away: its own environment broken (its python
+    # is no longer the verifier's: that is the image's, whatever the agent removes)
+    [SOLVE, "mv /app /app-gone"],
     [SOLVE, "done"],
     ["echo wrong > /app/answer.txt", "done"],
 ]

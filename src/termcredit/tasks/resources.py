@@ -29,7 +29,10 @@ from ..tracer import AccessSets, EnvironmentLayer, parse_session
 
 RUNNER_PATHS = frozenset({"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf",
                           "/etc/host.conf", "/etc/gai.conf", "/etc/mime.types"})
-RUNNER_GLOBS = ("/logs/*", "*/.pytest_cache/*", "/tmp/pytest-of-*", "/root/.cache/*")
+# /etc/python3*: Debian's sitecustomize.py, which every interpreter loads (in the verifier's root,
+# the image's own copy, reached through /usr/lib/python3.X/sitecustomize.py)
+RUNNER_GLOBS = ("/logs/*", "*/.pytest_cache/*", "/tmp/pytest-of-*", "/root/.cache/*",
+                "/etc/python3*/*")
 TESTS_DIR = "/tests"
 
 
