@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with pinned deps (torch==2.13.0 CPU)
 
-system: ## install debootstrap and graphviz if missing (apt, as root on Debian)
+system: ## install debootstrap, graphviz and bpftrace if missing (apt, as root on Debian)
 	@bash scripts/ensure-system.sh
 
 browser: ## install headless Chromium if missing (the viewer's browser test; apt, as root on Debian)
