@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import estimators
+from ..jsonl import write_jsonl
 from ..tasks import find_tasks
 from ..trainer.config import TrainConfig
 from ..trainer.policy import load_policy
@@ -289,7 +290,7 @@ def run_bench(cfg: BenchConfig, out: Path | None = None,
             if start_row is not None and not resume:
                 run_dir.mkdir(parents=True, exist_ok=True)
                 row = {k: v for k, v in start_row.items() if k != "time/eval_s"}  # counted once
-                (run_dir / "metrics.jsonl").write_text(json.dumps(row) + "\n")
+                write_jsonl(run_dir / "metrics.jsonl", [row], ascii=True)
             console.print(Text.assemble((algo, "bold"), f" seed {seed}"))
             t1 = time.monotonic()
             Trainer(_train_config(cfg, algo, seed, start, teacher), run_dir, resume=resume,
