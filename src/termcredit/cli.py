@@ -479,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "sandboxes, advantages from the estimator registry, a PPO-style update. "
                         "Settings: --config FILE.toml, then these flags on top.")
     tr.add_argument("--algo", help="grpo | gigpo | adastep | depgpo | opd | sums like "
-                    "depgpo+opd (default grpo)")
+                    "depgpo+opd (default grpo); settings in brackets, on top of the config's "
+                    "[estimator] table, e.g. 'depgpo[negative=errors]'")
     tr.add_argument("--model", help="tiny | micro | smollm2-135m | a local HF model dir")
     tr.add_argument("--task", action="append", metavar="PATH", help="a task folder (repeatable)")
     tr.add_argument("--tasks", action="append", metavar="DIR", help="a folder of tasks")

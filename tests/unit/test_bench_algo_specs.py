@@ -7,17 +7,17 @@ import json
 
 import pytest
 
-from termcredit.bench.protocol import (ABLATIONS, _start_stats, bench_config, parse_algo,
-                                       turn_budget)
+from termcredit.bench.protocol import ABLATIONS, _start_stats, bench_config, turn_budget
+from termcredit.estimators import parse_spec
 
 
 def test_specs_parse_to_an_estimator_and_its_settings() -> None:
-    assert parse_algo("grpo") == ("grpo", {})
-    assert parse_algo("depgpo+opd") == ("depgpo+opd", {})
-    assert parse_algo("depgpo[subtract_min=false]") == ("depgpo", {"subtract_min": False})
-    assert parse_algo("depgpo[beta=0, diff_rewrites=never]") == (
+    assert parse_spec("grpo") == ("grpo", {})
+    assert parse_spec("depgpo+opd") == ("depgpo+opd", {})
+    assert parse_spec("depgpo[subtract_min=false]") == ("depgpo", {"subtract_min": False})
+    assert parse_spec("depgpo[beta=0, diff_rewrites=never]") == (
         "depgpo", {"beta": 0, "diff_rewrites": "never"})
-    assert parse_algo("depgpo[untraced_weight=0.5]") == ("depgpo", {"untraced_weight": 0.5})
+    assert parse_spec("depgpo[untraced_weight=0.5]") == ("depgpo", {"untraced_weight": 0.5})
 
 
 @pytest.mark.parametrize("spec, says", [
@@ -26,7 +26,7 @@ def test_specs_parse_to_an_estimator_and_its_settings() -> None:
     ("depgpo[beta=0", "brackets")])
 def test_bad_specs_fail_before_anything_runs(spec: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
-        parse_algo(spec)
+        parse_spec(spec)
     with pytest.raises(ValueError, match=says):
         bench_config("quick", algos=[spec])
 
@@ -34,7 +34,7 @@ def test_bad_specs_fail_before_anything_runs(spec: str, says: str) -> None:
 def test_ablations_replace_the_algorithms_unless_some_are_named() -> None:
     assert bench_config("credit", ablations=True).algos == ABLATIONS
     assert bench_config("credit", ablations=True, algos=["grpo"]).algos == ["grpo"]
-    assert all(parse_algo(a)[0] == "depgpo" for a in ABLATIONS)
+    assert all(parse_spec(a)[0] == "depgpo" for a in ABLATIONS)
 
 
 def test_turn_budget_is_the_oracles_steps_plus_two() -> None:

@@ -21,7 +21,7 @@ import math
 import pytest
 
 from termcredit import estimators
-from termcredit.bench.protocol import parse_algo
+from termcredit.estimators import parse_spec
 from termcredit.records import (CommandRecord, FileState, Step, TokenLayout, Trajectory,
                                 VerifierReport)
 from termcredit.tracer import AccessSummary
@@ -132,7 +132,7 @@ def test_scoped_opd_composes_with_depgpo() -> None:
     # rewards [1, 0]: Â = ±0.5/(0.5 + 1e-6) ≈ ±1. DepGPO weights of the chain (one token per
     # step): credit [0.75, 1, 0, 1], min 0, Σ 2.75, K 4 -> f = [12/11, 16/11, 0, 16/11];
     # Σn = 4 = Σ n·f, so w = f. OPD first-error adds 3.5 on the failure's step 3 only.
-    name, settings = parse_algo("depgpo+opd[scope=first-error]")
+    name, settings = parse_spec("depgpo+opd[scope=first-error]")
     assert (name, settings) == ("depgpo+opd", {"scope": "first-error"})
     est = estimators.build(name, **settings)
     assert est.needs == frozenset({estimators.TEACHER_LOGPROBS})
@@ -146,4 +146,4 @@ def test_scoped_opd_composes_with_depgpo() -> None:
 
 def test_unknown_scope_is_an_error_naming_the_choices() -> None:
     with pytest.raises(ValueError, match="all, relevant, first-error"):
-        parse_algo("opd[scope=everywhere]")
+        parse_spec("opd[scope=everywhere]")

@@ -73,13 +73,14 @@ def test_the_bottom_layers_import_nothing_above_them():
     g = import_graph()
     assert set(g.successors("tracer")) == set(), "the tracer is the bottom layer"
     assert set(g.successors("rawtext")) == set(), "how untrusted bytes are kept: imports nothing"
+    assert set(g.successors("jsonl")) == {"rawtext"}, "JSON lines: rawtext's JSON, nothing else"
     assert set(g.successors("records")) <= {"tracer", "rawtext"}
     assert "depgpo" not in nx.descendants(g, "harness"), "graph.json is a hook DepGPO registers"
     assert "harness" not in nx.descendants(g, "tasks"), "the task model knows no harness"
 
 
 # bottom to top, as the README's layout lists them: each imports only units before it
-LAYERS = ["tracer", "rawtext", "records", "trialdir", "show", "sandbox", "tasks", "harness", "depgpo",
+LAYERS = ["tracer", "rawtext", "jsonl", "records", "trialdir", "show", "sandbox", "tasks", "harness", "depgpo",
           "estimators", "trainer", "llm", "serve", "tasktools", "refine", "bench", "viewer", "cli"]
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import random
 import time
-import tomllib
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +31,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .. import estimators
+from ..jsonl import write_jsonl
 from ..tasks import find_tasks
 from ..trainer.config import TrainConfig
 from ..trainer.policy import load_policy
@@ -137,34 +137,14 @@ def bench_config(tier: str, *, ablations: bool = False, **overrides: Any) -> Ben
     if cfg.warm_demos not in WARM_DEMOS:
         raise ValueError(f"warm_demos: one of {', '.join(WARM_DEMOS)}, not {cfg.warm_demos!r}")
     for spec in cfg.algos:
-        parse_algo(spec)  # a typo fails now, not hours in
+        try:
+            estimators.parse_spec(spec)  # a typo fails now, not hours in
+        except ValueError as exc:
+            raise ValueError(f"--algo {exc}") from exc
     if not cfg.tasks:
         cfg.tasks = [str(t.path) for t in find_tasks(["tasks"])
                      if "/solution" not in (t.solution_dir / "solve.sh").read_text()]
     return cfg
-
-
-def parse_algo(spec: str) -> tuple[str, dict[str, Any]]:
-    """``depgpo[subtract_min=false,beta=0]`` -> ("depgpo", {"subtract_min": False, "beta": 0}):
-    an estimator of the registry and settings for it (values read as TOML: true, 0.5, "x";
-    a bare word is a string)."""
-    name, _, rest = spec.partition("[")
-    if rest and not rest.endswith("]"):
-        raise ValueError(f"--algo {spec!r}: settings go in brackets, e.g. depgpo[beta=0]")
-    kwargs: dict[str, Any] = {}
-    for item in filter(None, rest[:-1].split(",")):
-        key, eq, val = item.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"--algo {spec!r}: {item!r} is not key=value")
-        try:
-            kwargs[key.strip()] = tomllib.loads(f"v = {val.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
-            kwargs[key.strip()] = val.strip()
-    try:
-        estimators.build(name, **kwargs)  # an unknown name or setting fails here
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"--algo {spec!r}: {exc}") from exc
-    return name, kwargs
 
 
 def turn_budget(cfg: BenchConfig) -> dict[str, int]:
@@ -213,7 +193,7 @@ def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | Non
     OPD teacher (clean SFT)."""
     start = _start_checkpoint(cfg, out, cfg.warm_demos, "start", console)
     teacher = None
-    if any(estimators.TEACHER_LOGPROBS in estimators.needs(parse_algo(a)[0])
+    if any(estimators.TEACHER_LOGPROBS in estimators.needs(estimators.parse_spec(a)[0])
            for a in cfg.algos):
         clean = [d for t in find_tasks(cfg.tasks) for d in clean_demos(t)]
         teacher = _sft_checkpoint(cfg, out / "teacher", clean, cfg.teacher_steps, console)
@@ -222,7 +202,7 @@ def _warm(cfg: BenchConfig, out: Path, console: Console) -> tuple[str, str | Non
 
 def _train_config(cfg: BenchConfig, spec: str, seed: int, start: str,
                   teacher: str | None) -> TrainConfig:
-    algo, settings = parse_algo(spec)
+    algo, settings = estimators.parse_spec(spec)
     return TrainConfig(
         algo=algo, estimator=settings, model=start, tasks=list(cfg.tasks),
         group_size=cfg.group_size, tasks_per_step=cfg.tasks_per_step,
@@ -310,7 +290,7 @@ def run_bench(cfg: BenchConfig, out: Path | None = None,
             if start_row is not None and not resume:
                 run_dir.mkdir(parents=True, exist_ok=True)
                 row = {k: v for k, v in start_row.items() if k != "time/eval_s"}  # counted once
-                (run_dir / "metrics.jsonl").write_text(json.dumps(row) + "\n")
+                write_jsonl(run_dir / "metrics.jsonl", [row], ascii=True)
             console.print(Text.assemble((algo, "bold"), f" seed {seed}"))
             t1 = time.monotonic()
             Trainer(_train_config(cfg, algo, seed, start, teacher), run_dir, resume=resume,

@@ -12,12 +12,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..jsonl import read_jsonl
 from ..trialdir import TrialPaths, load_trajectory
 from . import stats as stats_
 from .blame import blame_lines, blame_split, rollout_trials, tally
 from .warm_compare import warm_comparison, warm_lines
 from .plots import plot_curves
-from .stats import Run, cell, compare, read_jsonl, run_dir_name
+from .stats import Run, cell, compare, run_dir_name
 
 KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
 TIME_NAMES = tuple(k.split("/")[1] for k in KEYS_TIME)  # rollout_s, ... in summary.json
@@ -30,7 +31,13 @@ CREDIT_STATS = {
 
 
 def _rows(run_dir: Path) -> list[dict[str, Any]]:
-    return read_jsonl(run_dir / "metrics.jsonl") or []
+    path = run_dir / "metrics.jsonl"  # appended to: a killed run may leave a torn last line
+    return read_jsonl(path, torn_tail=True) if path.is_file() else []
+
+
+def _episodes(path: Path) -> list[dict[str, Any]] | None:
+    """An evaluation's episodes (eval-*.jsonl, written whole); None before it ran."""
+    return read_jsonl(path) if path.is_file() else None
 
 
 def _curve(rows: list[dict[str, Any]]) -> list[tuple[int, float]]:
@@ -56,10 +63,10 @@ def load_runs(out: Path, algos: list[str], seeds: list[int]) -> dict[str, dict[i
         for seed in seeds:
             d = out / run_dir_name(algo) / f"seed-{seed}"
             rows = _rows(d)
-            final = read_jsonl(d / "eval-final.jsonl")
+            final = _episodes(d / "eval-final.jsonl")
             if rows or final:
                 runs[algo][seed] = Run(rows, final,
-                                       read_jsonl(out / "start" / f"eval-seed-{seed}.jsonl"))
+                                       _episodes(out / "start" / f"eval-seed-{seed}.jsonl"))
     return runs
 
 

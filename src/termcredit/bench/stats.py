@@ -9,11 +9,9 @@ update by update) and one resample serves both algorithms of the pair.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
@@ -45,13 +43,6 @@ def plain(algo: str) -> str:
 def is_variant(algo: str, base: str = REFERENCE) -> bool:
     """An ablation of ``base``: its name with options in brackets."""
     return algo != base and plain(algo) == base
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]] | None:
-    """The JSON lines of ``path`` (blank lines skipped); None when there is no such file."""
-    if not path.is_file():
-        return None
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
 def cell(x: float | None, fmt: str = ".3f") -> str:

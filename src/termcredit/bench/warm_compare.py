@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .stats import cell, episode_stats, pair_episodes, paired_bootstrap, read_jsonl
+from ..jsonl import read_jsonl
+from .stats import cell, episode_stats, pair_episodes, paired_bootstrap
 
 WARM_DEMOS = ("noisy", "refined")  # the start's demonstrations (BenchConfig.warm_demos)
 HEAD = ["demonstrations", "SFT demos", "success (mean over seeds)",
@@ -20,8 +21,8 @@ def other_demos(kind: str) -> str:
 
 
 def _episodes(folder: Path, seeds: list[int]) -> dict[int, list[dict[str, Any]]]:
-    found = {seed: read_jsonl(folder / f"eval-seed-{seed}.jsonl") for seed in seeds}
-    return {seed: eps for seed, eps in found.items() if eps is not None}
+    paths = {seed: folder / f"eval-seed-{seed}.jsonl" for seed in seeds}
+    return {seed: read_jsonl(p) for seed, p in paths.items() if p.is_file()}
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..estimators.rewards import training_reward
+from ..jsonl import read_jsonl
 from ..refine.run import Source, refine_sources, replay
 from ..tasks import Task
 from ..trainer.actions import parse_action
@@ -59,7 +60,7 @@ def refined_demos(tasks: list[Task], out: Path, *, obs_chars: int = 600,
     report = refine_sources([Source(tr, by_task[k[0]]) for k, tr in ok], dataset,
                             obs_chars=obs_chars, command_timeout=command_timeout,
                             concurrency=concurrency, log=log)
-    lines = [json.loads(s) for s in dataset.read_text().splitlines() if s.strip()]
+    lines = read_jsonl(dataset)
     demos = load_sft_jsonl(dataset)
     counts = {tr.trial_dir: unique[k] for k, tr in ok}
     weighted = [d for d, row in zip(demos, lines) for _ in range(counts.get(row["source"], 1))]

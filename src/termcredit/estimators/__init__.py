@@ -102,8 +102,9 @@ def build(spec: str, **settings: Any) -> Estimator:
         used |= set(mine)
         built.append(cls(**mine))
     if set(settings) - used:
+        takes = sorted({p for c in classes for p in inspect.signature(c).parameters})
         raise ValueError(f"estimator {spec!r} takes no setting(s) "
-                         f"{sorted(set(settings) - used)}")
+                         f"{sorted(set(settings) - used)} (it takes: {', '.join(takes) or 'none'})")
     return built[0] if len(built) == 1 else Sum(built, spec_parts(spec))
 
 
@@ -126,7 +127,8 @@ class Sum:
 
 __all__ = ["EstimatorResult", "Estimator", "Group", "INTEGRITY_POLICIES", "NEEDS", "REGISTRY",
            "Sum", "TEACHER_LOGPROBS", "broadcast", "build", "is_flagged", "names", "needs", "register",
-           "reward_of", "spec_parts", "training_reward"]
+           "parse_spec", "reward_of", "spec_parts", "split_spec", "training_reward"]
 
 # The algorithms, imported here so that importing the package registers every one of them.
 from . import adastep, anchors, depgpo, gigpo, grpo, opd  # noqa: E402,F401  (registration)
+from .spec import parse_spec, split_spec  # noqa: E402  (it builds estimators to check a spec)

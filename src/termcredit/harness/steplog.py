@@ -13,12 +13,11 @@ only.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
 
-from ..rawtext import json_dumps
+from ..jsonl import JsonlError, append_jsonl, iter_jsonl, write_jsonl
 from ..records import Step, from_dict, to_dict
 from ..trialdir import TrialPaths
 
@@ -38,43 +37,29 @@ class StepLog:
         self.path = TrialPaths(trial_dir).steps
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._write(b"", mode="wb")
+        write_jsonl(self.path, [], fsync=True)
         _fsync_dir(self.path.parent)  # the file's name survives a crash too
 
     def append(self, step: Step) -> None:
-        line = json_dumps(to_dict(step)) + "\n"
         with self._lock:
-            self._write(line.encode(), mode="ab")
-
-    def _write(self, data: bytes, *, mode: str) -> None:
-        with open(self.path, mode) as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            append_jsonl(self.path, to_dict(step), fsync=True)
 
 
 def load_steps(trial_dir: str | Path) -> list[Step]:
     """The steps logged in ``<trial_dir>/steps.jsonl`` (none if it is missing). A torn last line
     (the process died while writing it) is dropped; a corrupt earlier line is an error."""
     path = TrialPaths(trial_dir).steps
+    steps: list[Step] = []
     try:
-        raw = path.read_bytes()
+        for n, data in iter_jsonl(path, torn_tail=True):
+            try:
+                steps.append(from_dict(Step, data))
+            except (ValueError, TypeError) as exc:
+                raise StepLogError(f"{path}:{n}: corrupt step line ({exc})") from exc
     except FileNotFoundError:
         return []
-    lines = raw.split(b"\n")
-    steps: list[Step] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-            steps.append(from_dict(Step, data))
-        except (ValueError, TypeError) as exc:
-            if n == len(lines):  # no newline after it: the write was cut short
-                break
-            raise StepLogError(f"{path}:{n}: corrupt step line ({exc})") from exc
+    except JsonlError as exc:
+        raise StepLogError(f"{exc.path}:{exc.line}: corrupt step line ({exc.why})") from exc
     return steps
 
 

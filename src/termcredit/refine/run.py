@@ -28,6 +28,7 @@ from ..estimators.rewards import training_reward
 from ..harness.agents import AgentEnv, InvalidAction
 from ..harness.audit_cli import find_trials
 from ..harness.trial import run_trial, task_spec
+from ..jsonl import write_jsonl
 from ..records import Trajectory
 from ..tasks import Task, find_tasks
 from ..trialdir import load_trajectory
@@ -181,9 +182,7 @@ def refine_sources(sources: list[Source], out: Path, opts: RefineOptions = Refin
                             f"replay reward {reward:g} < 1: a dropped step mattered after all")
         trajs.append(entry)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    tmp.replace(out)
+    write_jsonl(out, rows)  # commands keep their bytes (\udcXX), as in trajectory.json
     unit = rows[0]["token_unit"] if rows else token_counter()[0]
     return {"out": str(out), "trials_in": len(sources), "kept": len(rows),
             "rejected": len(sources) - len(rows),

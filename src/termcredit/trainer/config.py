@@ -10,7 +10,7 @@ from typing import Any
 
 import tomli_w
 
-from ..estimators import INTEGRITY_POLICIES
+from ..estimators import INTEGRITY_POLICIES, parse_spec
 from ..harness.backend import BACKENDS, BackendSettings
 from .rollout import RolloutConfig
 
@@ -20,7 +20,9 @@ BACKEND_KEYS = ("backend", "ray_address", "registry")
 
 @dataclass
 class TrainConfig:
-    algo: str = "grpo"  # an estimator spec: grpo, gigpo, adastep, depgpo, opd, depgpo+opd, ...
+    # an estimator spec: grpo, gigpo, adastep, depgpo, opd, depgpo+opd, ..., with settings in
+    # brackets (estimators/spec.py: depgpo[negative=errors]), which go on top of `estimator`
+    algo: str = "grpo"
     model: str = "tiny"  # tiny | micro | smollm2-135m | a local HF model directory
     tasks: list[str] = field(default_factory=lambda: ["tasks/hello-world"])
     group_size: int = 4
@@ -62,6 +64,11 @@ class TrainConfig:
     rollout: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        where = "field 'algo'" + (" with [estimator]" if self.estimator else "")
+        try:  # kept split (algo "depgpo", [estimator] negative = "errors"): resume reads it back
+            self.algo, self.estimator = parse_spec(self.algo, self.estimator)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
         if self.tasks_per_step < 0:
             raise ConfigError(f"field 'tasks_per_step': 0 (every task) or more, "
                               f"not {self.tasks_per_step}")

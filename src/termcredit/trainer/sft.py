@@ -8,7 +8,6 @@ are trained on.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Sequence
 
 import torch
 
+from ..jsonl import iter_jsonl
 from ..records import TokenLayout
 from .actions import SYSTEM_PROMPT
 from .policy import pad_batch
@@ -65,22 +65,11 @@ def demo_from_messages(msgs: Any, where: str = "messages") -> Demo:
 def load_sft_jsonl(path: str | Path) -> list[Demo]:
     """Demonstrations from a chat-format JSONL file (one ``{"messages": [...]}`` object a
     line, other keys ignored), e.g. what `termcredit refine` writes."""
-    demos = []
     try:
-        lines = Path(path).read_text().splitlines()
+        rows = list(iter_jsonl(path))  # a bad line: JsonlError, file and line named
     except OSError as exc:
         raise ValueError(f"{path}: cannot read SFT data: {exc}") from exc
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}:{n}: a JSON object with 'messages' expected")
-        demos.append(demo_from_messages(row.get("messages"), f"{path}:{n}: messages"))
-    return demos
+    return [demo_from_messages(row.get("messages"), f"{path}:{n}: messages") for n, row in rows]
 
 
 def demo_layout(policy: Any, demo: Demo, system: str = SYSTEM_PROMPT) -> TokenLayout:

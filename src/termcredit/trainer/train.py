@@ -27,6 +27,7 @@ from .. import estimators
 from ..depgpo import trial_hook  # noqa: F401  registers graph.json for every rollout
 from ..harness.infra import is_infra
 from ..estimators.group import is_zero_advantage, rewards_tied
+from ..jsonl import append_jsonl, read_jsonl, write_jsonl
 from ..records import Trajectory
 from ..harness.backend import make_backend
 from ..sandbox import ImageMap
@@ -182,10 +183,9 @@ class Trainer:
 
     def _truncate_metrics(self, start: int) -> None:
         path = self.run_dir / "metrics.jsonl"
-        if path.exists():
-            keep = [ln for ln in path.read_text().splitlines()
-                    if ln.strip() and json.loads(ln).get("step", -1) < start]
-            path.write_text("".join(ln + "\n" for ln in keep))
+        if path.exists():  # the killed run may have died in the middle of its last line
+            keep = [r for r in read_jsonl(path, torn_tail=True) if r.get("step", -1) < start]
+            write_jsonl(path, keep, ascii=True)
 
     def image(self, task: Task, instance: int) -> str:
         key = (task.name, instance if task.parametrized else 0)
@@ -194,8 +194,7 @@ class Trainer:
         return self._images[key]
 
     def _log(self, row: dict[str, Any]) -> None:
-        with open(self.run_dir / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_jsonl(self.run_dir / "metrics.jsonl", row, ascii=True)
         if self.tb is not None:
             for k, v in row.items():
                 if isinstance(v, (int, float)) and k != "step":
@@ -337,7 +336,7 @@ class Trainer:
                  "infra": is_infra(t)} for (task, inst, k), t in zip(slots, trajs)]
         out = out or self.run_dir / "eval" / f"step-{step}.jsonl"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        write_jsonl(out, rows, ascii=True)
         scored = [r["success"] for r in rows if not r["infra"]]
         return {"eval/success": _mean(scored), "eval/episodes": float(len(scored)),
                 "eval/infra_episodes": float(len(rows) - len(scored)),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..jsonl import read_jsonl
 from ..records import Trajectory
 from ..trialdir import TRAJECTORY, TrialPaths, load_trajectory
 
@@ -126,13 +127,8 @@ def summary_rows(run_dir: Path, result: Any, listed: list[TrialRow]) -> list[Tri
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """A training run's metrics.jsonl rows (a half-written last line is skipped)."""
-    path, rows = run_dir / "metrics.jsonl", []
-    for line in path.read_text(errors="replace").splitlines() if path.is_file() else []:
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(r, dict) and isinstance(r.get("step"), int):
-            rows.append(r)
-    return rows
+    """A training run's metrics.jsonl rows (a half-written or corrupt line is skipped: the
+    viewer shows what can be read)."""
+    path = run_dir / "metrics.jsonl"
+    rows = read_jsonl(path, skip_bad=True) if path.is_file() else []
+    return [r for r in rows if isinstance(r.get("step"), int)]
