@@ -55,6 +55,8 @@ VICTIMS: dict[str, tuple[Path | None, Any]] = {
     "pip-wheel": (FIXTURES / "pip-wheel", None),
     "pip-wheel-undeclared": (FIXTURES / "pip-wheel", _drop_lines(r"^agent_may_modify\s*=.*$")),
     "apt-deb": (FIXTURES / "apt-deb", None),
+    # its tests import the agent's answer module beside a library of the image
+    "import-answer": (FIXTURES / "import-answer", None),
     # made at run time (make_probe): its verifier reports what agent leftovers stole
     "probe": (None, None),
 }

@@ -30,6 +30,12 @@ SKIP_TOP = frozenset(("proc", "sys", "dev", "tests", "logs", ".termcredit"))
 COPY_MAX_BYTES, COPY_MAX_FILES = 512 << 20, 100_000  # declared content and /etc, each
 HOOK_SUFFIXES = (".pth", "customize.py", "entry_points.txt")
 HOOK_PARTS = ("customize.", "__editable__")
+# the test runner's import guard (verifier_guard.py, sent as GUARD_SOURCE): one module and one
+# .pth line in every site folder of the image's Pythons
+GUARD_NAME = "_termcredit_verifier_guard"
+SITE_FOLDERS = ("/usr/lib/python3/dist-packages", "/usr/lib/python3*/site-packages",
+                "/usr/lib/python3*/dist-packages", "/usr/local/lib/python3*/site-packages",
+                "/usr/local/lib/python3*/dist-packages")
 
 
 def _is_hook(name):
@@ -172,6 +178,8 @@ def prepare_root(declared, workdir):
             if not os.path.lexists(root + "/" + name) and os.path.islink(image + "/" + name):
                 os.symlink(os.readlink(image + "/" + name), root + "/" + name)
     _make_etc(root, image, budget)
+    if image is not None and not _install_guard(image):
+        notes.append("no Python site folder under the image's /usr: test runners not guarded")
     for name in ("proc", "sys", "dev"):
         os.mkdir(root + "/" + name)
         _bind("/" + name, root + "/" + name)
@@ -186,6 +194,24 @@ def prepare_root(declared, workdir):
         os.chdir("/")
     return {"op": "prepared", "toolchain": "image" if image else "agent",
             "notes": [n[:300] for n in (notes + budget.notes)[:100]]}
+
+
+def _install_guard(image):
+    """Write the import guard into the image's site folders (the verifier's overlay only).
+    Returns the folders guarded."""
+    import glob
+
+    done = []
+    for pattern in SITE_FOLDERS:
+        for folder in sorted(glob.glob(image + pattern)):
+            if os.path.islink(folder) or not os.path.isdir(folder) or folder in done:
+                continue
+            with open(folder + "/" + GUARD_NAME + ".py", "w") as f:
+                f.write(GUARD_SOURCE)  # noqa: F821 (sent ahead by shell.py)
+            with open(folder + "/" + GUARD_NAME + ".pth", "w") as f:
+                f.write("import %s; %s.install()\n" % (GUARD_NAME, GUARD_NAME))
+            done.append(folder)
+    return done
 
 
 def _make_etc(root, image, budget):

@@ -24,8 +24,11 @@ from ..records import CommandRecord, FileState
 from ..tracer.protocol import marker_dir, strace_argv
 
 _HERE = Path(__file__).parent
-# pristine.py's definitions first: nsinit.py ends by running its main()
-NSINIT_SOURCE = "\n".join((_HERE / name).read_text() for name in ("pristine.py", "nsinit.py"))
+# pristine.py's definitions first: nsinit.py ends by running its main(); the verifier's
+# import guard travels as text, for pristine.py to write into the verifier's root
+NSINIT_SOURCE = "\n".join(
+    [f"GUARD_SOURCE = {(_HERE / 'verifier_guard.py').read_text()!r}"]
+    + [(_HERE / name).read_text() for name in ("pristine.py", "nsinit.py")])
 # definitions first (shim_state, shim_files, shim_protocol, shim_session): the package imports
 # fail in the sandbox
 SHIM_SOURCE = "\n".join((_HERE / name).read_text() for name in (
