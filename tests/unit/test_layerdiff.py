@@ -364,3 +364,39 @@ def test_churn_and_symlink_swaps_while_walking(layers, tmp_path):
     finally:
         stop.set()
         t.join()
+
+
+# --- content, not size and mtime (the toolchain audit's second line) ----------------------
+
+def test_same_size_edit_with_times_put_back_is_a_change(layers):
+    # Docker's statDifferent calls these equal (same size, same mtime); their bytes differ
+    up, top, base = layers
+    put(base / "usr/lib/python3/dist-packages/pytest/__main__.py", "import pytest\n")
+    put(up / "usr/lib/python3/dist-packages/pytest/__main__.py", "import os;os;\n")  # 14 bytes too
+    put(up / "usr/bin/python3", "ELF")  # copied up, same bytes: still not reported
+    put(base / "usr/bin/python3", "ELF")
+    assert diff(up, top, base) == {"/usr/lib/python3/dist-packages/pytest/__main__.py": C,
+                                   "/usr/lib/python3/dist-packages/pytest": C,
+                                   "/usr/lib/python3/dist-packages": C,
+                                   "/usr/lib/python3": C, "/usr/lib": C, "/usr": C}
+
+
+def test_link_retargeted_at_the_same_length_is_a_change(layers):
+    up, top, base = layers
+    (base / "usr/bin").mkdir(parents=True)
+    (up / "usr/bin").mkdir(parents=True)
+    os.symlink("python3.11", base / "usr/bin/python3")
+    os.symlink("/app/evil!", up / "usr/bin/python3")  # 10 bytes, like "python3.11"
+    for link in (base / "usr/bin/python3", up / "usr/bin/python3"):
+        os.utime(link, ns=(T0, T0), follow_symlinks=False)
+    assert diff(up, top, base) == {"/usr/bin/python3": C, "/usr/bin": C, "/usr": C}
+
+
+def test_compare_budget_reports_the_rest_changed_unread(layers, monkeypatch):
+    up, top, base = layers
+    for name in ("a", "b"):
+        put(base / "opt" / name, "same")
+        put(up / "opt" / name, "same")
+    monkeypatch.setattr(layerdiff, "MAX_COMPARE_BYTES", 4)  # room for one 4-byte file
+    changed = diff(up, top, base)
+    assert changed.pop("/opt") == C and list(changed.values()) == [C] and len(changed) == 1

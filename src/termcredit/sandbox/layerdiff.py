@@ -10,6 +10,9 @@ looking each entry up in the lower dirs gives the same answer:
 - an entry with something below is changed (0) when ``statDifferent`` says so (mode, uid, gid,
   rdev; for non-dirs also size and mtime, equal if same second and one side has 0 ns) or the
   ``security.capability`` xattr differs; a copied-up but identical file is not reported;
+- unlike Docker, a copied-up file or link that ``statDifferent`` calls equal is compared by
+  content (a link by its target): an edit at the same size with its times put back is a change;
+  past ``MAX_COMPARE_BYTES`` read in one diff the rest are reported changed unread;
 - a whiteout (char device 0:0) over something visible is deleted (2); so is every visible lower
   child of an opaque upper dir that the upper dir does not hold; children of a deleted or
   replaced dir are not listed;
@@ -36,6 +39,8 @@ _OPAQUE = "trusted.overlay.opaque"
 _REDIRECT = "trusted.overlay.redirect"  # redirect_dir: a renamed dir's content lives elsewhere
 _CAP = "security.capability"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+MAX_COMPARE_BYTES = 1 << 30  # content read to compare copied-up files, per diff
 
 
 class LayerDiffUnsupported(Exception):
@@ -148,6 +153,7 @@ class _Walk:
     def __init__(self, max_entries: int, max_depth: int):
         self.changes: dict[str, int] = {}
         self.seen = 0
+        self.compared = 0  # bytes read by _same_content
         self.max_entries = max_entries
         self.max_depth = max_depth
 
@@ -183,7 +189,8 @@ class _Walk:
                 if old is None:
                     self.changes[child] = ADDED
                 elif _stat_different(old[1], st) or \
-                        _xattr(old[0], _CAP) != _xattr(f"/proc/self/fd/{fd}/{name}", _CAP):
+                        _xattr(old[0], _CAP) != _xattr(f"/proc/self/fd/{fd}/{name}", _CAP) or \
+                        not self._same_content(old[0], fd, name, st):
                     self.changes[child] = CHANGED
                 if stat.S_ISDIR(st.st_mode):
                     subdirs.append((name, old[2] if old is not None else []))
@@ -194,6 +201,32 @@ class _Walk:
                     if _lookup(active, name) is not None:
                         self.changes[f"{path}/{name}"] = DELETED
         return subdirs
+
+    def _same_content(self, lower: str, fd: int, name: str, st: os.stat_result) -> bool:
+        """A regular file's bytes or a link's target, upper against lower (stats equal)."""
+        try:
+            if stat.S_ISLNK(st.st_mode):
+                return os.readlink(lower) == os.readlink(name, dir_fd=fd)
+            if not stat.S_ISREG(st.st_mode):
+                return True
+            if self.compared + st.st_size > MAX_COMPARE_BYTES:
+                return False
+            self.compared += st.st_size
+            a = os.open(lower, _FILE_FLAGS)
+            try:
+                b = os.open(name, _FILE_FLAGS, dir_fd=fd)
+            except OSError:
+                os.close(a)
+                raise
+            with os.fdopen(a, "rb") as fa, os.fdopen(b, "rb") as fb:
+                while True:
+                    ca, cb = fa.read(1 << 20), fb.read(1 << 20)
+                    if ca != cb:
+                        return False
+                    if not ca:
+                        return True
+        except OSError:
+            return False  # unreadable or gone: not shown equal
 
     def run(self, upper: str, lowers: list[str]) -> dict[str, int]:
         root = _open_under(upper, ())
