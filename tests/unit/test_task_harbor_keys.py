@@ -221,7 +221,7 @@ def test_sandbox_spec_takes_workdir_and_only_a_permitted_grant(tmp_path):
 
 
 def test_termcredit_extensions_are_known_and_honoured(tmp_path):
-    """The keys README calls termcredit's own (harbor_keys.EXTENSIONS) are the ones the loader
+    """The keys docs/tasks.md calls termcredit's own (harbor_keys.EXTENSIONS) are the ones the loader
     reads beyond Harbor's schema; each, set, changes the task (Harbor ignores them: the
     integration test test_harbor_loader.py loads such a task.toml with Harbor itself)."""
     from termcredit.tasks.harbor_keys import EXTENSIONS
@@ -238,7 +238,7 @@ def test_termcredit_extensions_are_known_and_honoured(tmp_path):
             default.logs_max_mb) == ("keep", None, [], 16)
     assert (task.agent_processes, task.on_suspect, task.agent_may_modify,
             task.logs_max_mb) == ("kill", "zero", ["/opt/**"], 2)
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text()
     section = readme[readme.index("termcredit's own keys, extensions Harbor ignores"):]
     section = section[:section.index("\n- **")]
     for _, key in EXTENSIONS:
