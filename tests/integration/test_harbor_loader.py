@@ -135,7 +135,7 @@ def test_termcredit_keys_are_ones_harbor_ignores(client, harbor_image, tmp_path)
 
 def test_termcredit_knows_harbors_schema_and_what_it_adds(client, harbor_image):
     """Every key of Harbor's schema is one termcredit's loader knows; what termcredit knows
-    beyond it is Harbor's older spellings and its extensions (README lists them: a unit test
+    beyond it is Harbor's older spellings and its extensions (docs/tasks.md lists them: a unit test
     checks that)."""
     answer = harbor_load(client, harbor_image, {}, "--schema")
     assert answer["harbor"] == "0.26.0"

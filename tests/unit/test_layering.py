@@ -79,7 +79,7 @@ def test_the_bottom_layers_import_nothing_above_them():
     assert "harness" not in nx.descendants(g, "tasks"), "the task model knows no harness"
 
 
-# bottom to top, as the README's layout lists them: each imports only units before it
+# bottom to top, as the README's source layout lists them: each imports only units before it
 LAYERS = ["tracer", "rawtext", "jsonl", "records", "trialdir", "show", "sandbox", "tasks", "harness", "depgpo",
           "estimators", "trainer", "llm", "serve", "tasktools", "refine", "bench", "viewer", "cli"]
 

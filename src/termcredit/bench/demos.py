@@ -1,6 +1,6 @@
 """Demonstrations for the warm start (noisy) and the OPD teacher (clean), from task oracles.
 
-Recipe (documented in the README): for each task, the oracle's commands (solution/solve.sh
+Recipe (documented in docs/bench.md): for each task, the oracle's commands (solution/solve.sh
 split into its top-level commands by bash's grammar, `split.split_commands`: multi-line
 quotes, here-documents and continued lines kept whole, comments dropped; a multi-line command
 is the action as a ```bash block, which `parse_action` reads whole) make a clean demonstration

@@ -44,7 +44,7 @@ def connect(address: str | None) -> None:
                  logging_level=logging.WARNING)
     except Exception as exc:
         raise EngineError(f"no Ray cluster at {addr!r} ({type(exc).__name__}: {exc}). Start one "
-                          "with `ray start --head` (see the README) or give --ray-address "
+                          "with `ray start --head` (see docs/ray.md) or give --ray-address "
                           "HOST:PORT") from None
 
 

@@ -34,7 +34,7 @@ KEPT: dict[tuple[str, str], tuple[type, ...]] = {
     ("task", "keywords"): (list,),
 }
 
-# (section, key) -> what it does; model.py honours them (README: "termcredit's own keys")
+# (section, key) -> what it does; model.py honours them (docs/tasks.md: "termcredit's own keys")
 EXTENSIONS: dict[tuple[str, str], str] = {
     ("verifier", "agent_processes"): "keep or kill the agent's processes before verification",
     ("verifier", "on_suspect"): "what training does with a suspect reward (zero or flag)",
