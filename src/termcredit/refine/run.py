@@ -9,8 +9,9 @@ suspect). Their tasks are found from the run's own config (``config.toml``'s tas
 For each: ``select.decide`` on its dependency graph, then the kept commands are replayed, one
 step each, in a fresh sandbox of the task's image at the trial's instance
 (the harness's ``CommandsAgent``: one step per command, so multi-line commands stay whole;
-``harness.runner.TrialRunner`` on the backend asked for, local or ray). Only a replay the verifier gives 1 becomes a line of
-the dataset; the report (``<out>.report.json``) lists every trial, kept or not, and why.
+``harness.runner.TrialRunner``, on the backend asked for, local or ray). Only a replay the
+verifier gives 1 becomes a line of the dataset; the report (``<out>.report.json``) lists
+every trial, kept or not, and why.
 """
 
 from __future__ import annotations
