@@ -161,7 +161,7 @@ def _cmd_credit_audit(args: argparse.Namespace) -> int:
         raise ValueError("nothing to audit: no task with an oracle, no successful trial")
     out = Path(args.out or Path("runs") / f"{datetime.now():%Y%m%d-%H%M%S}-credit-audit")
     data = audit(jobs, out, concurrency=args.concurrency, cfg=DepGPOConfig(beta=args.beta),
-                 command_timeout=args.command_timeout, log=_log)
+                 command_timeout=args.command_timeout, log=_log, backend=_backend(args))
     if args.json:
         print(json_dumps(data, indent=2))  # bytes as \udcXX (rawtext.py)
         return 0
@@ -204,7 +204,7 @@ def _cmd_refine(args: argparse.Namespace) -> int:
                          keep_writes=args.keep_writes)
     report = refine_run(Path(args.run_dir), out, opts, tasks=args.tasks,
                         concurrency=args.concurrency, command_timeout=args.command_timeout,
-                        obs_chars=args.obs_chars, log=_log)
+                        obs_chars=args.obs_chars, log=_log, backend=_backend(args))
     for t in report["trajectories"]:
         if not t["kept"]:
             _log(f"not kept: {t['source']}: {t['why']}")
@@ -301,6 +301,13 @@ def _cmd_gc(args: argparse.Namespace) -> int:
     console.print(shown(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed)
                                                                   if removed else "")))
     return 0
+
+
+def _backend(args: argparse.Namespace) -> Any:
+    """The --backend / --ray-address of a verb whose trials run on harness.runner."""
+    from .harness.backend import BackendSettings
+
+    return BackendSettings(args.backend, args.ray_address)
 
 
 def _add_backend_flags(p: argparse.ArgumentParser, default: str | None,
@@ -428,6 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--command-timeout", type=float, default=120.0,
                     help="per-command timeout in seconds (default 120)")
     ca.add_argument("--json", action="store_true", help="print audit.json to stdout")
+    _add_backend_flags(ca, "local")
     ca.set_defaults(func=_cmd_credit_audit)
 
     rf = sub.add_parser("refine", help="SFT data from successful trials, minus steps that did "
@@ -463,6 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
     rf.add_argument("--obs-chars", type=int, default=600,
                     help="observation length in the chat, as the rollout's obs_chars "
                     "(default 600)")
+    _add_backend_flags(rf, "local")
     rf.set_defaults(func=_cmd_refine)
 
     gr = sub.add_parser("graph", help="draw a trial's dependency graph",

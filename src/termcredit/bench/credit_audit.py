@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,8 +31,9 @@ from typing import Any, Callable
 from ..depgpo import DepGPOConfig
 from ..depgpo.load import load_trajectory
 from ..depgpo.report import credit_report
-from ..harness.agents import AgentEnv, InvalidAction, _sh_quote
-from ..harness.trial import run_trial, task_spec
+from ..harness.agents import CommandsAgent
+from ..harness.backend import BackendSettings
+from ..harness.runner import RunnerSettings, TrialRunner
 from ..records import TrialResult
 from ..tasks import Task, find_tasks, load_task
 from .split import split_commands
@@ -51,25 +52,6 @@ class AuditJob:
     @property
     def name(self) -> str:
         return self.label or self.task.name
-
-
-class CommandsAgent:
-    """Runs a list of commands, one step each (multi-line commands whole, unlike replay:FILE)."""
-
-    def __init__(self, commands: list[str], *, solution: bool = False, name: str = "audit"):
-        self.commands, self.solution, self.name = list(commands), solution, name
-
-    def run(self, env: AgentEnv) -> None:
-        exports = ""
-        if self.solution and env.task.has_solution:
-            env.sandbox.put_dir(env.task.solution_dir, "/solution")
-            exports = "".join(f"export {k}={_sh_quote(v)}; "
-                              for k, v in env.task.solution_env.items())
-        for cmd in self.commands:
-            try:
-                env.step(exports + cmd)
-            except InvalidAction as exc:
-                env.record_invalid(cmd, exc.reason)
 
 
 def score(necessary: set[int], credited: set[int]) -> tuple[float | None, float | None]:
@@ -104,91 +86,22 @@ def _miss(s: dict[str, Any]) -> str | None:
 
 def audit(jobs: list[AuditJob], out: Path, *, concurrency: int = 2,
           cfg: DepGPOConfig = DepGPOConfig(), command_timeout: float = 120.0,
-          log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
-    """Audit each job (see the module doc); writes ``out/<label>/full`` and
+          log: Callable[[str], None] = lambda m: None,
+          backend: BackendSettings = BackendSettings()) -> dict[str, Any]:
+    """Audit each job (see the module doc) on ``backend``; writes ``out/<label>/full`` and
     ``out/<label>/without-<step>`` trial folders and ``out/audit.json``; returns its data."""
-    from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image
-    from ..tasks.build import build_image
-
     out.mkdir(parents=True, exist_ok=True)
-    client = docker_client()
-    base = ensure_base_image(client, log=log)
-    images: dict[str, str] = {}
-    for job in jobs:
-        if job.task.name not in images:
-            images[job.task.name] = build_image(client, job.task, base_ref=base,
-                                                image_map=ImageMap.load(None), log=log)
-    labels: dict[str, int] = {}
-    for job in jobs:  # one folder per job, labels made unique
-        n = labels.get(job.name, 0)
-        labels[job.name] = n + 1
-        if n:
-            job.label = f"{job.name}-{n}"
-    run_id = f"audit-{secrets.token_hex(3)}"
-    pool = SandboxPool(client, run_id, ahead=max(1, concurrency))
-    executor = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="audit")
-
-    def trial(job: AuditJob, commands: list[str], name: str) -> TrialResult:
-        return run_trial(job.task, CommandsAgent(commands, solution=job.solution), pool,
-                         task_spec(job.task, images[job.task.name]), out / job.name / name,
-                         command_timeout=command_timeout)
-
-    results: list[dict[str, Any]] = []
-    try:
-        full: dict[int, Any] = {}
-        for k, job in enumerate(jobs):
-            if job.trial_dir is None:
-                full[k] = executor.submit(trial, job, job.commands, "full")
-        reports: dict[int, dict[str, Any]] = {}
-        for k, job in enumerate(jobs):
-            trial_dir = job.trial_dir
-            if k in full:
-                r = full[k].result()
-                trial_dir = Path(r.trial_dir)
-            try:
-                rep = credit_report(trial_dir, cfg)
-            except Exception as exc:  # a trial that never ran far enough to be analysed
-                rep = {"reward": 0.0, "steps": [], "error": f"{type(exc).__name__}: {exc}"}
-            rep["trial_dir"] = str(trial_dir)
-            reports[k] = rep
-            log(f"{job.name}: full trajectory reward {rep['reward']}, "
-                f"{len(rep['steps'])} step(s)")
-        loo: dict[tuple[int, int], Any] = {}
-        for k, job in enumerate(jobs):
-            rep = reports[k]
-            if not rep["reward"] or rep["reward"] <= 0 or len(rep["steps"]) != len(job.commands):
-                continue
-            for i in range(len(job.commands)):
-                cmds = job.commands[:i] + job.commands[i + 1:]
-                loo[k, i] = executor.submit(trial, job, cmds, f"without-{i}")
-        for k, job in enumerate(jobs):
-            rep = reports[k]
-            entry: dict[str, Any] = {"task": job.task.name, "label": job.name,
-                                     "reward": rep["reward"], "trial_dir": rep["trial_dir"],
-                                     "fallback": rep.get("fallback"), "steps": []}
-            if rep.get("error") or not rep["reward"] or rep["reward"] <= 0:
-                entry["error"] = rep.get("error") or (
-                    f"not a successful trajectory (reward {rep['reward']}): nothing to audit")
-            elif len(rep["steps"]) != len(job.commands):
-                entry["error"] = (f"{len(rep['steps'])} step(s) recorded for "
-                                  f"{len(job.commands)} command(s)")
-            else:
-                for i, row in enumerate(rep["steps"]):
-                    r = loo[k, i].result()
-                    error = r.error if r.error and r.reward <= 0 else None
-                    entry["steps"].append({
-                        "step": i, "command": job.commands[i], "credit": row["credit"],
-                        "classes": row["classes"], "reward_without": r.reward,
-                        "necessary": None if error else r.reward < rep["reward"],
-                        "error": error, "trial_dir": r.trial_dir})
-                for s in entry["steps"]:
-                    s["miss"] = _miss(s)
-                log(f"{job.name}: audited {len(entry['steps'])} step(s)")
-            entry.update(summarise(entry["steps"]))
-            results.append(entry)
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-        pool.close()
+    with TrialRunner(RunnerSettings(backend, concurrency, command_timeout),
+                     f"audit-{secrets.token_hex(3)}", log=log) as runner:
+        for job in jobs:  # every image before the first trial
+            runner.image(job.task)
+        labels: dict[str, int] = {}
+        for job in jobs:  # one folder per job, labels made unique
+            n = labels.get(job.name, 0)
+            labels[job.name] = n + 1
+            if n:
+                job.label = f"{job.name}-{n}"
+        results = _audit(jobs, out, runner, cfg, log)
     every = [s for e in results for s in e["steps"]]
     data = {
         "created": datetime.now().isoformat(timespec="seconds"), "out": str(out),
@@ -201,6 +114,70 @@ def audit(jobs: list[AuditJob], out: Path, *, concurrency: int = 2,
     }
     (out / "audit.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return data
+
+
+def _audit(jobs: list[AuditJob], out: Path, runner: TrialRunner, cfg: DepGPOConfig,
+           log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The full trajectories (run where no trial is given), their credit, then the
+    leave-one-out replays; one report entry per job."""
+
+    def trial(job: AuditJob, commands: list[str], name: str) -> Future[TrialResult]:
+        agent = CommandsAgent(commands, solution=job.solution, name="audit")
+        return runner.submit(job.task, agent, out / job.name / name)
+
+    results: list[dict[str, Any]] = []
+    full: dict[int, Any] = {}
+    for k, job in enumerate(jobs):
+        if job.trial_dir is None:
+            full[k] = trial(job, job.commands, "full")
+    reports: dict[int, dict[str, Any]] = {}
+    for k, job in enumerate(jobs):
+        trial_dir = job.trial_dir
+        if k in full:
+            r = full[k].result()
+            trial_dir = Path(r.trial_dir)
+        try:
+            rep = credit_report(trial_dir, cfg)
+        except Exception as exc:  # a trial that never ran far enough to be analysed
+            rep = {"reward": 0.0, "steps": [], "error": f"{type(exc).__name__}: {exc}"}
+        rep["trial_dir"] = str(trial_dir)
+        reports[k] = rep
+        log(f"{job.name}: full trajectory reward {rep['reward']}, "
+            f"{len(rep['steps'])} step(s)")
+    loo: dict[tuple[int, int], Any] = {}
+    for k, job in enumerate(jobs):
+        rep = reports[k]
+        if not rep["reward"] or rep["reward"] <= 0 or len(rep["steps"]) != len(job.commands):
+            continue
+        for i in range(len(job.commands)):
+            cmds = job.commands[:i] + job.commands[i + 1:]
+            loo[k, i] = trial(job, cmds, f"without-{i}")
+    for k, job in enumerate(jobs):
+        rep = reports[k]
+        entry: dict[str, Any] = {"task": job.task.name, "label": job.name,
+                                 "reward": rep["reward"], "trial_dir": rep["trial_dir"],
+                                 "fallback": rep.get("fallback"), "steps": []}
+        if rep.get("error") or not rep["reward"] or rep["reward"] <= 0:
+            entry["error"] = rep.get("error") or (
+                f"not a successful trajectory (reward {rep['reward']}): nothing to audit")
+        elif len(rep["steps"]) != len(job.commands):
+            entry["error"] = (f"{len(rep['steps'])} step(s) recorded for "
+                              f"{len(job.commands)} command(s)")
+        else:
+            for i, row in enumerate(rep["steps"]):
+                r = loo[k, i].result()
+                error = r.error if r.error and r.reward <= 0 else None
+                entry["steps"].append({
+                    "step": i, "command": job.commands[i], "credit": row["credit"],
+                    "classes": row["classes"], "reward_without": r.reward,
+                    "necessary": None if error else r.reward < rep["reward"],
+                    "error": error, "trial_dir": r.trial_dir})
+            for s in entry["steps"]:
+                s["miss"] = _miss(s)
+            log(f"{job.name}: audited {len(entry['steps'])} step(s)")
+        entry.update(summarise(entry["steps"]))
+        results.append(entry)
+    return results
 
 
 def oracle_job(task: Task) -> AuditJob:

@@ -5,7 +5,7 @@ next; the shim reports what each step changed (``CommandRecord.shell``) and this
 what a later step *uses*: every variable it expands (``$x``, ``${x:-d}``, ``"${a[@]}"``, names
 in ``$(( ))`` and ``(( ))``, ``x+=…``, expansions inside ``$(…)`` and unquoted heredocs) and
 every command name (a function or alias defined earlier). Parsed with tree-sitter-bash, a real
-parser: a name in single quotes, a quoted heredoc or a comment is not an expansion, and the
+parser (termcredit.shellsyntax): a name in single quotes, a quoted heredoc or a comment is not an expansion, and the
 left side of ``x=…``, a ``for`` variable, ``export X`` or ``unset X`` is not a use.
 
 Invisible: names a program reads from its environment (an exported variable a child process
@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
+
+from ..shellsyntax import parse, walk
 
 # the name in these positions is being defined, not read
 _DEFINING_PARENTS = frozenset({"for_statement", "declaration_command", "unset_command"})
@@ -29,11 +30,6 @@ _DEFINING_PARENTS = frozenset({"for_statement", "declaration_command", "unset_co
 class ShellUses:
     variables: frozenset[str] = frozenset()
     commands: frozenset[str] = frozenset()  # command names: functions and aliases if defined
-
-
-@lru_cache(maxsize=1)
-def _parser() -> Parser:
-    return Parser(Language(tree_sitter_bash.language()))
 
 
 def _text(node: Node) -> str:
@@ -53,17 +49,13 @@ def _is_use(node: Node) -> bool:
 
 @lru_cache(maxsize=4096)
 def shell_uses(command: str) -> ShellUses:
-    tree = _parser().parse(command.encode("utf-8", "surrogateescape"))
     variables: set[str] = set()
     commands: set[str] = set()
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
+    for node in walk(parse(command).root_node):
         if node.type == "variable_name" and _is_use(node):
             variables.add(_text(node))
         elif node.type == "command_name":
             word = node.children[0] if node.children else None
             if word is not None and word.type == "word":
                 commands.add(_text(word))
-        stack.extend(node.children)
     return ShellUses(frozenset(variables), frozenset(commands))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import re
+import shlex
 import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -196,8 +197,7 @@ class OracleAgent:
         if not env.task.has_solution and commands is None:
             raise FileNotFoundError(f"{env.task.solution_dir / 'solve.sh'}: missing, and no "
                                     "solution/commands.txt (oracle)")
-        env.sandbox.put_dir(env.task.solution_dir, "/solution")
-        exports = "".join(f"export {k}={_sh_quote(v)}; " for k, v in env.task.solution_env.items())
+        exports = put_solution(env)
         if env.task.has_solution:
             env.step(f"{exports}bash /solution/solve.sh", timeout=env.time_left())
             return
@@ -206,24 +206,44 @@ class OracleAgent:
         ReplayAgent(commands).run(env)
 
 
-class ReplayAgent:
-    """Replays a file of commands, one per non-empty line (lines end at LF, CRLF or CR; other
-    characters, form feeds included, belong to the command). An invalid command (a NUL byte)
-    is recorded as an invalid step and the replay goes on."""
+def put_solution(env: AgentEnv) -> str:
+    """Copy solution/ to /solution (what the oracle alone may see); the ``export K=V; ``
+    prefix that sets the task's [solution.env] (values quoted, any character kept)."""
+    env.sandbox.put_dir(env.task.solution_dir, "/solution")
+    return "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.task.solution_env.items())
+
+
+class CommandsAgent:
+    """The one replay agent: a fixed list of commands, one step each (a multi-line command
+    stays one step). An invalid command (a NUL byte) is recorded as an invalid step and the
+    replay goes on. ``solution``: copy solution/ to /solution first and run every command
+    with the task's [solution.env] exported, as the oracle has them (a split solve.sh)."""
+
+    name = "commands"
+
+    def __init__(self, commands: list[str], *, name: str | None = None, solution: bool = False):
+        self.commands, self.solution = list(commands), solution
+        self.name = name if name is not None else type(self).name
+
+    def run(self, env: AgentEnv) -> None:
+        exports = put_solution(env) if self.solution and env.task.has_solution else ""
+        for cmd in self.commands:
+            try:
+                env.step(exports + cmd)
+            except InvalidAction as exc:
+                env.record_invalid(cmd, exc.reason)
+
+
+class ReplayAgent(CommandsAgent):
+    """``replay:FILE``: the commands of a file, one per non-empty line (lines end at LF, CRLF
+    or CR; other characters, form feeds included, belong to the command)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path}: replay file not found")
-        self.commands = [ln for ln in _replay_lines(self.path) if ln.strip()]
-        self.name = f"replay:{self.path}"
-
-    def run(self, env: AgentEnv) -> None:
-        for cmd in self.commands:
-            try:
-                env.step(cmd)
-            except InvalidAction as exc:
-                env.record_invalid(cmd, exc.reason)
+        super().__init__([ln for ln in _replay_lines(self.path) if ln.strip()],
+                         name=f"replay:{self.path}")
 
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -241,10 +261,6 @@ def _replay_lines(path: Path) -> list[str]:
         raise ValueError(f"{path}: line {len(ends) + 1}: not UTF-8 text (byte "
                          f"0x{data[exc.start]:02x} at column {col})") from None
     return re.split(r"\r\n|\r|\n", text)
-
-
-def _sh_quote(value: str) -> str:
-    return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
 def _import_class(spec: str) -> Callable[[], Any]:

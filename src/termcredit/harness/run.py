@@ -24,7 +24,7 @@ import secrets
 import signal
 import time
 import tomllib
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -36,14 +36,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from ..records import TrialResult
-from ..sandbox import ImageBuildError, ImageMap
+from ..sandbox import ImageBuildError
 from ..tasks import Task, load_task
 from ..trialdir import load_result
 from .agents import make_agent_factory
-from .backend import BackendSettings, make_backend
+from .backend import BackendSettings
 from .network import check_network, offline_warning
 from .results import Results, print_summary, skip_unsupported
-from .trial import run_trial, task_spec
+from .runner import RunnerSettings, TrialRunner
 
 
 @dataclass
@@ -232,31 +232,30 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
     def dim(message: str) -> None:
         console.print(Text(message, style="dim"))
 
-    backend = make_backend(BackendSettings(cfg.backend, cfg.ray_address, cfg.registry), run_id,
-                           ahead=max(1, cfg.concurrency), log=dim)
+    runner = TrialRunner(RunnerSettings(
+        BackendSettings(cfg.backend, cfg.ray_address, cfg.registry), cfg.concurrency,
+        cfg.command_timeout, cfg.image_map, cfg.force_build, cfg.network), run_id, log=dim)
     old_handler = signal.signal(signal.SIGTERM, _sigterm)
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
-    executor = ThreadPoolExecutor(max_workers=max(1, cfg.concurrency), thread_name_prefix="trial")
     complete = False
     try:
         try:
-            stale = backend.gc()
+            stale = runner.gc()
         except Exception as exc:  # another run's cleanup under way: not a reason to stop this one
             stale = []
             dim(f"gc skipped ({type(exc).__name__}: {exc})")
         if stale:
             dim(f"gc: removed {len(stale)} container(s) left by dead runs")
-        images = _build_images(cfg, backend, {t.name for t, _ in jobs}, console)
-        _trials(cfg, out, jobs, images, backend.pool, executor, results, agent_factory, console)
+        images = _build_images(cfg, runner, {t.name for t, _ in jobs}, console)
+        _trials(cfg, out, jobs, images, runner, results, agent_factory, console)
         complete = True
     except KeyboardInterrupt:
         console.print(Text("interrupted: removing this run's containers; finished trials "
                            f"stay in {out}", style="yellow"))
-        executor.shutdown(wait=False, cancel_futures=True)
+        runner.cancel()
         raise
     finally:
-        backend.close()
-        executor.shutdown(wait=True, cancel_futures=True)
+        runner.close()
         signal.signal(signal.SIGTERM, old_handler)
         signal.signal(signal.SIGINT, old_int)
         summary = results.write(complete=complete)
@@ -290,18 +289,16 @@ def _resume_jobs(out: Path, jobs: list[tuple[Task, int]], results: Results,
     return todo
 
 
-def _build_images(cfg: RunConfig, backend: Any, needed: set[str],
+def _build_images(cfg: RunConfig, runner: TrialRunner, needed: set[str],
                   console: Console) -> dict[str, str | Exception]:
     """Each task's image (a resumed run builds only what it still runs); a failed build is
     that task's trials' error, not the run's."""
-    image_map = ImageMap.load(cfg.image_map)
     images: dict[str, str | Exception] = {}
     for task in cfg.tasks:
         if task.name not in needed or task.name in images:
             continue
         try:
-            images[task.name] = backend.image(task, cfg.instance, image_map=image_map,
-                                              force=cfg.force_build)
+            images[task.name] = runner.image(task, cfg.instance)
         except ImageBuildError as exc:
             images[task.name] = exc
             console.print(Text.assemble((f"image build failed for {task.name}:", "red"),
@@ -310,7 +307,7 @@ def _build_images(cfg: RunConfig, backend: Any, needed: set[str],
 
 
 def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
-            images: dict[str, str | Exception], pool: Any, executor: ThreadPoolExecutor,
+            images: dict[str, str | Exception], runner: TrialRunner,
             results: Results, agent_factory: Any, console: Console) -> None:
     """Run the trials, ``cfg.concurrency`` at a time, each result on disk as it finishes."""
     progress = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
@@ -321,8 +318,8 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
         bar = progress.add_task(f"run {cfg.agent}", total=results.total,
                                 completed=len(kept),
                                 mean=sum(kept) / len(kept) if kept else 0.0)
-        pool.plan(task_spec(t, images[t.name], cfg.network) for t, _ in jobs
-                  if isinstance(images[t.name], str))
+        runner.plan(runner.spec(t, cfg.instance) for t, _ in jobs
+                    if isinstance(images[t.name], str))
         futures: dict[Future[TrialResult], tuple[Task, int]] = {}
         for task, k in jobs:
             trial_dir = out / task.name / f"attempt-{k}"
@@ -333,10 +330,8 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
                 results.add(r)
                 progress.advance(bar)
                 continue
-            fut = executor.submit(run_trial, task, agent_factory(), pool,
-                                  task_spec(task, image, cfg.network), trial_dir, attempt=k,
-                                  command_timeout=cfg.command_timeout,
-                                  instance=cfg.instance, network=cfg.network)
+            fut = runner.submit(task, agent_factory(), trial_dir, attempt=k,
+                                instance=cfg.instance)
             futures[fut] = (task, k)
         pending = set(futures)
         while pending:

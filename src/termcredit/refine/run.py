@@ -8,9 +8,10 @@ suspect). Their tasks are found from the run's own config (``config.toml``'s tas
 
 For each: ``select.decide`` on its dependency graph, then the kept commands are replayed, one
 step each, in a fresh sandbox of the task's image at the trial's instance
-(``StepsAgent``: `replay:FILE`'s agent takes one command a line, this one a list, so
-multi-line commands stay whole). Only a replay the verifier gives 1 becomes a line of
-the dataset; the report (``<out>.report.json``) lists every trial, kept or not, and why.
+(the harness's ``CommandsAgent``: one step per command, so multi-line commands stay whole;
+``harness.runner.TrialRunner``, on the backend asked for, local or ray). Only a replay the
+verifier gives 1 becomes a line of the dataset; the report (``<out>.report.json``) lists
+every trial, kept or not, and why.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from __future__ import annotations
 import json
 import secrets
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from ..depgpo.load import facts_from_trajectory
 from ..estimators.rewards import training_reward
-from ..harness.agents import AgentEnv, InvalidAction
+from ..harness.agents import CommandsAgent
 from ..harness.audit_cli import find_trials
-from ..harness.trial import run_trial, task_spec
+from ..harness.backend import BackendSettings
+from ..harness.runner import RunnerSettings, TrialRunner
 from ..jsonl import write_jsonl
 from ..records import Trajectory
 from ..tasks import Task, find_tasks
@@ -36,21 +37,10 @@ from .dataset import record, token_counter
 from .select import RefineOptions, decide, refined_commands
 
 
-class StepsAgent:
-    """Runs a list of commands, one step each (the bench's credit audit has one like it; the
-    bench sits above refine, so refine cannot import it)."""
+class StepsAgent(CommandsAgent):
+    """The harness's replay agent under refine's name."""
 
     name = "refine-replay"  # refine's own replays: never taken as input trials
-
-    def __init__(self, commands: list[str], name: str = name):
-        self.commands, self.name = list(commands), name
-
-    def run(self, env: AgentEnv) -> None:
-        for cmd in self.commands:
-            try:
-                env.step(cmd)
-            except InvalidAction as exc:
-                env.record_invalid(cmd, exc.reason)
 
 
 @dataclass
@@ -120,53 +110,40 @@ def find_sources(run_dir: Path, tasks: dict[str, Task], skip: Path | None = None
 
 def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrency: int = 2,
            command_timeout: float = 120.0, log: Callable[[str], None] = lambda m: None,
-           agent: str = StepsAgent.name) -> list[Trajectory | None]:
-    """Each job's commands, one step each, in a fresh sandbox (``out_dir/<k>``), recorded as
-    agent ``agent``; the replayed trajectories (None where the replay left none)."""
-    from ..sandbox import ImageMap, SandboxPool, docker_client, ensure_base_image, gc
-    from ..tasks.build import build_image
-
+           agent: str = StepsAgent.name, backend: BackendSettings = BackendSettings()
+           ) -> list[Trajectory | None]:
+    """Each job's commands, one step each, in a fresh sandbox (``out_dir/<k>``) on
+    ``backend``, recorded as agent ``agent``; the replayed trajectories (None where the
+    replay left none)."""
     if not jobs:
         return []
-    client = docker_client()
-    base = ensure_base_image(client, log=log)
-    images: dict[tuple[str, int], str] = {}
-    for task, inst, _ in jobs:
-        key = (task.name, inst if task.parametrized else 0)
-        if key not in images:
-            images[key] = build_image(client, task, base_ref=base, instance=key[1],
-                                      image_map=ImageMap.load(None), log=log)
-    run_id = f"refine-{secrets.token_hex(3)}"
-    pool = SandboxPool(client, run_id, ahead=max(1, concurrency))
+    settings = RunnerSettings(backend, concurrency, command_timeout)
+    with TrialRunner(settings, f"refine-{secrets.token_hex(3)}", log=log) as runner:
+        for task, inst, _ in jobs:  # every image before the first trial
+            runner.image(task, inst)
+        futures = [runner.submit(task, StepsAgent(cmds, name=agent),
+                                 out_dir / f"{k:04d}-{task.name}", instance=inst)
+                   for k, (task, inst, cmds) in enumerate(jobs)]
+        return [_trajectory(f.result().trial_dir) for f in futures]
 
-    def one(k: int) -> Trajectory | None:
-        task, inst, cmds = jobs[k]
-        key = (task.name, inst if task.parametrized else 0)
-        r = run_trial(task, StepsAgent(cmds, agent), pool,
-                      task_spec(task, images[key]), out_dir / f"{k:04d}-{task.name}",
-                      command_timeout=command_timeout, instance=inst)
-        try:
-            return load_trajectory(r.trial_dir)
-        except Exception:
-            return None
 
+def _trajectory(trial_dir: str) -> Trajectory | None:
     try:
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as ex:
-            return list(ex.map(one, range(len(jobs))))
-    finally:
-        pool.close()
-        gc(client, run_id=run_id)
+        return load_trajectory(trial_dir)
+    except Exception:  # the replay left no readable trajectory
+        return None
 
 
 def refine_sources(sources: list[Source], out: Path, opts: RefineOptions = RefineOptions(), *,
                    concurrency: int = 2, command_timeout: float = 120.0, obs_chars: int = 600,
-                   log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+                   log: Callable[[str], None] = lambda m: None,
+                   backend: BackendSettings = BackendSettings()) -> dict[str, Any]:
     """Decide, replay, keep what still passes; writes ``out`` (JSONL) and returns the report
     (written to ``<out>.report.json`` by ``refine_run``)."""
     decisions = [decide(s.traj, facts_from_trajectory(s.traj), opts) for s in sources]
     jobs = [(s.task, s.instance, refined_commands(d)) for s, d in zip(sources, decisions)]
     replays = replay(jobs, out.with_name(out.stem + "-replays"), concurrency=concurrency,
-                     command_timeout=command_timeout, log=log)
+                     command_timeout=command_timeout, log=log, backend=backend)
     rows, trajs = [], []
     for s, d, rep in zip(sources, decisions, replays):
         reward = training_reward(rep) if rep is not None else 0.0

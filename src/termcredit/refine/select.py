@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 from ..depgpo import CreditResult, DepGPOConfig, Dependencies, assign_credit, dependencies
 from ..depgpo.facts import CommandFacts, EpisodeFacts
-from ..depgpo.shellvars import _parser, shell_uses
+from ..depgpo.shellvars import shell_uses
 from ..depgpo.stdout_reuse import extract_values, text_tokens
 from ..records import Trajectory
+from ..shellsyntax import backgrounds
 from ..tracer.summary import DEFAULT_ENV_GLOBS, AccessSets, _contains
 
 INVISIBLE_SHELL_KINDS = ("export", "function", "alias", "option")
@@ -70,18 +71,6 @@ def _parent(path: str) -> str:
 def _paths(acc: AccessSets) -> set[str]:
     return (acc.read | acc.written | acc.deleted | acc.temporary | acc.executed | acc.listed
             | acc.probed | acc.meta | acc.statted | set(acc.derived_from.values()))
-
-
-def backgrounds(command: str) -> bool:
-    """The command line starts a job in the background (``cmd &``), by bash's grammar."""
-    tree = _parser().parse(command.encode("utf-8", "surrogateescape"))
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        if node.type == "&":
-            return True
-        stack.extend(node.children)
-    return False
 
 
 def _env_write(acc: AccessSets) -> str | None:

@@ -1,8 +1,8 @@
 """Shell text of Terminal-Bench-1 scripts, read with bash's grammar.
 
 The importer rewrites ``run-tests.sh`` command by command; which text is a command, a word, a
-redirect or an operator comes from tree-sitter-bash (the parser DepGPO reads command lines
-with), never from splitting on characters: ``pip3 install pytest 2>/dev/null`` is a command
+redirect or an operator comes from tree-sitter-bash (termcredit.shellsyntax, the parser DepGPO
+reads command lines with), never from splitting on characters: ``pip3 install pytest 2>/dev/null`` is a command
 with the words ``install pytest`` and a redirect, not a package named ``2>/dev/null``.
 """
 
@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tree_sitter import Node, Tree
+from tree_sitter import Node
 
-from ..depgpo.shellvars import _parser
+from ..shellsyntax import parse, text_of
+
+__all__ = ["Cmd", "command_of", "flatten", "in_body", "line_of", "parse", "text_of", "unquote"]
 
 # node types whose statement children run one after another (a body, not a condition)
 BODY_TYPES = frozenset({"program", "compound_statement", "do_group", "subshell", "else_clause"})
@@ -34,14 +36,6 @@ class Cmd:
     def dynamic(self) -> bool:
         """An argument depends on the shell at run time (``$x``, ``$(...)``)."""
         return any(a == "" and r != "''" and r != '""' for a, r in zip(self.args, self.raw))
-
-
-def parse(text: str) -> Tree:
-    return _parser().parse(text.encode("utf-8", "surrogateescape"))
-
-
-def text_of(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "surrogateescape")
 
 
 def unquote(node: Node) -> str:
