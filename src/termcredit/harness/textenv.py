@@ -145,10 +145,10 @@ class TextEnv:
         try:
             step, _ = self.turns.take(reply, action, **info)
         except AgentFailure as exc:  # the step ran and is kept; the episode ends, scored
-            self._ended(self.trajectory.steps[-1], action, exc)
+            step = self._ended(self.trajectory.steps[-1], action, exc)
             self.episode.end(exc.termination, **{exc.termination: str(exc)})
         except AgentTimeout as exc:  # the agent's own time is used up
-            self._ended(self._unrun(reply, info), action, exc)
+            step = self._ended(self._unrun(reply, info), action, exc)
             self.episode.end("agent_timeout")
         except Exception as exc:  # sandbox gone, engine error: not the agent's doing
             step = self._ended(self._unrun(reply, info), action, exc)
@@ -156,8 +156,7 @@ class TextEnv:
         else:
             if action.kind == "done":
                 self.episode.end("done")
-            return step.observation, self.done
-        return self.trajectory.steps[-1].observation, True
+        return step.observation, self.done
 
     def _unrun(self, reply: str, info: dict[str, Any]) -> Step:
         assert self.turns is not None
