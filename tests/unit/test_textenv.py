@@ -215,8 +215,10 @@ def test_turns_on_an_agent_env_raise_what_the_step_raised(tmp_path):
 
 def test_an_engine_adapter_needs_no_torch_and_no_trainer():
     """What an external engine's adapter imports (the text environment, DepGPO's weights)
-    loads neither torch nor termcredit.trainer."""
-    code = ("import sys, termcredit.harness.textenv, termcredit.estimators.depgpo\n"
+    loads neither torch nor termcredit.trainer; nor does the openai agent (termcredit.llm),
+    which speaks the same protocol."""
+    code = ("import sys, termcredit.harness.textenv, termcredit.estimators.depgpo, "
+            "termcredit.llm\n"
             "print(sorted(m for m in sys.modules if m == 'torch' or "
             "m.startswith('termcredit.trainer')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
