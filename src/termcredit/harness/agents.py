@@ -62,8 +62,6 @@ class ShellLost(AgentFailure):
     termination = "shell_lost"
 
 
-
-
 class InvalidAction(ValueError):
     """A command that cannot be run as given; nothing ran. ``reason`` says why."""
 
