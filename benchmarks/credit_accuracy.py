@@ -23,7 +23,7 @@ from pathlib import Path
 from termcredit.bench.credit_audit import AuditJob, audit, fmt, oracle_job, result_line
 from termcredit.bench.demos import noisy_demos
 from termcredit.tasks import find_tasks
-from termcredit.trainer.actions import parse_action
+from termcredit.harness.actions import parse_action
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -23,7 +23,7 @@ from ..estimators.rewards import training_reward
 from ..jsonl import read_jsonl
 from ..refine.run import Source, refine_sources, replay
 from ..tasks import Task
-from ..trainer.actions import parse_action
+from ..harness.actions import parse_action
 from ..trainer.sft import Demo, load_sft_jsonl
 from .demos import noisy_demos
 

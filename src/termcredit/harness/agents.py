@@ -13,7 +13,7 @@ agent plugs in the same way). An agent that stops for a reason of its own sets `
 A command that cannot be run as given (it contains a NUL byte, which no shell can receive) is an
 invalid action: ``env.step`` refuses it with ``InvalidAction`` before anything runs, and
 ``env.record_invalid`` puts it in the trajectory as a step with ``invalid`` set and no command,
-like the trainer's unparseable replies (trainer/actions.py).
+like a model's unparseable reply (actions.py, textenv.py).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..records import CommandRecord, Step, Trajectory
 from ..sandbox import Sandbox
 from ..tasks import Task
 from ..trialdir import TrialPaths
+from .actions import invalid_reason
 from .hooks import run_step_hooks
 from .observe import StepObserver
 from .steplog import StepLog
@@ -62,21 +63,12 @@ class ShellLost(AgentFailure):
     termination = "shell_lost"
 
 
-NUL_BYTE = "the command contains a NUL byte"  # trainer/actions.py parse_action says the same
-
-
 class InvalidAction(ValueError):
     """A command that cannot be run as given; nothing ran. ``reason`` says why."""
 
     def __init__(self, reason: str):
         self.reason = reason
         super().__init__(f"invalid action: {reason}")
-
-
-def invalid_reason(command: str) -> str | None:
-    """Why ``command`` cannot be sent to the shell, or None. A NUL byte would end the command
-    early (C strings) and silently run a different one."""
-    return NUL_BYTE if "\x00" in command else None
 
 
 class AgentEnv:
@@ -154,23 +146,24 @@ class AgentEnv:
             raise ResourceLimit(f"the sandbox holds {used / (1 << 20):.0f} MB of new files, "
                                 f"over storage_mb = {self.task.storage_mb}")
 
-    def record_invalid(self, action: str, reason: str, **info: Any) -> Step:
-        """Record an action that ran nothing: an invalid step, its observation the error the
-        trainer's policy would see (``error: <reason>``)."""
-        step = Step(index=len(self.trajectory.steps), action=action, invalid=True,
-                    observation=f"error: {reason}", info=dict(info))
+    def record(self, action: str, *, info: dict[str, Any] | None = None, **fields: Any) -> Step:
+        """Record a step that ran nothing (an invalid action, ``done``, a command the episode
+        could not run): it joins the trajectory and the step log as a command step does."""
+        step = Step(index=len(self.trajectory.steps), action=action, info=dict(info or {}),
+                    **fields)
         self.trajectory.steps.append(step)
         self.steplog.append(step)
         return step
 
+    def record_invalid(self, action: str, reason: str, **info: Any) -> Step:
+        """Record an action that ran nothing: an invalid step, its observation the error a
+        model would see (``error: <reason>``, actions.py ``invalid_observation``)."""
+        return self.record(action, invalid=True, observation=f"error: {reason}", info=info)
+
     def record_done(self, action: str, **info: Any) -> Step:
         """Record the reply that ended the episode (``done``): a step that ran nothing, kept for
         its text and what it cost (token usage in ``info``)."""
-        step = Step(index=len(self.trajectory.steps), action=action, action_key="<done>",
-                    info=dict(info))
-        self.trajectory.steps.append(step)
-        self.steplog.append(step)
-        return step
+        return self.record(action, action_key="<done>", info=info)
 
 
 class Agent(Protocol):

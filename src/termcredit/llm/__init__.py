@@ -2,7 +2,7 @@
 openai:MODEL`` (vLLM, SGLang, a hosted API, `termcredit serve`).
 
     client.py  one chat completion over HTTP, with our own retries, limits and usage
-    agent.py   the Terminus-style loop in the trainer's text protocol (trainer/actions.py)
+    agent.py   the Terminus-style loop on the harness's text environment (harness/textenv.py)
 
 Importing the package registers the ``openai:`` agent kind with the harness (``termcredit run``
 does), as depgpo/trial_hook.py registers graph.json: the harness itself imports nothing above it.

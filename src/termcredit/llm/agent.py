@@ -1,11 +1,12 @@
 """``--agent openai:MODEL``: any model behind an OpenAI-compatible chat endpoint drives an episode.
 
-A Terminus-style loop in the trainer's own text protocol (trainer/actions.py): the system prompt
-and the task instruction, then one shell command per reply; the command's exit code and output
-go back as the next user message; ``done`` ends the episode, and so does ``max_turns``. Each
-reply is a step of the trajectory: a command step (run traced, like every agent's), an invalid
-step (no command found, a NUL byte), or the final ``done`` step, each with its token usage,
-finish reason, latency and the retries it took in ``step.info``; the totals are in
+A Terminus-style loop in the harness's text protocol (harness/actions.py, the one the trainer's
+policy speaks): the system prompt and the task instruction, then one shell command per reply;
+the command's exit code and output go back as the next user message; ``done`` ends the episode,
+and so does ``max_turns``. Each reply is a step of the trajectory, recorded by the text
+environment (harness/textenv.py ``TextTurns``): a command step (run traced, like every agent's),
+an invalid step (no command found, a NUL byte), or the final ``done`` step, each with its token
+usage, finish reason, latency and the retries it took in ``step.info``; the totals are in
 ``trajectory.info["usage"]``.
 
 The reply is untrusted text: it is cut at ``MAX_REPLY_CHARS`` before it is parsed or stored,
@@ -20,8 +21,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from ..harness.agents import AgentEnv, AgentTimeout, InvalidAction
-from ..trainer.actions import SYSTEM_PROMPT, format_observation, parse_action
+from ..harness.actions import SYSTEM_PROMPT
+from ..harness.agents import AgentEnv, AgentTimeout
+from ..harness.textenv import TextTurns
 from .client import ChatClient, ClientSettings, DeadlineReached
 
 PREFIX = "openai:"
@@ -101,7 +103,7 @@ class OpenAIAgent:
                                                 "completion_tokens": 0, "total_tokens": 0})
         messages = [{"role": "system", "content": SYSTEM_PROMPT},
                     {"role": "user", "content": env.instruction}]
-        anchor = env.instruction
+        turns = TextTurns(env, obs_chars=OBSERVATION_CHARS)
         for _turn in range(self.cfg.max_turns):
             if env.time_left() <= 0:
                 raise AgentTimeout(f"agent time of {env.task.agent_timeout_sec:g}s used up")
@@ -122,23 +124,10 @@ class OpenAIAgent:
                 info["retries"] = reply.retries
             if cut:
                 info["reply_truncated"] = len(reply.content)
-            action = parse_action(text)
-            if action.kind == "done":
-                step = env.record_done(text, **info)
-                step.anchor_obs = anchor
+            # a failing command raises here, and the trial records why (run_trial)
+            step, done = turns.act(text, **info)
+            if done:
                 return
-            if action.kind == "command":
-                try:
-                    rec = env.step(action.command, action=text, **info)
-                    obs = format_observation(rec, OBSERVATION_CHARS)
-                    step = traj.steps[-1]
-                except InvalidAction as exc:
-                    step = env.record_invalid(text, exc.reason, **info)
-                    obs = step.observation
-            else:
-                step = env.record_invalid(text, action.error, **info)
-                obs = step.observation
-            step.observation, step.action_key, step.anchor_obs = obs, action.key, anchor
-            anchor = obs
-            messages += [{"role": "assistant", "content": text}, {"role": "user", "content": obs}]
+            messages += [{"role": "assistant", "content": text},
+                         {"role": "user", "content": step.observation}]
         self.termination = "max_turns"

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ..records import Step, Trajectory
-from ..trainer.actions import format_observation, parse_action
+from ..harness.actions import format_observation, parse_action
 from ..trainer.sft import Demo, demo_messages
 from .select import StepDecision
 

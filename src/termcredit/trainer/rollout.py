@@ -2,8 +2,10 @@
 (a group), or several groups and tasks at once (an update's groups, an evaluation batch); one
 generation call per turn for all live episodes.
 
-Each episode is a harness ``Episode`` (the one lifecycle `termcredit run` uses, so a rollout's
-trial directory has the same files as a run's trial); this module owns only the tokens.
+Each episode is a harness ``TextEnv`` over an ``Episode`` (the one lifecycle `termcredit run`
+uses, so a rollout's trial directory has the same files as a run's trial): it parses each
+reply, runs the command and records the step, every kind of step in ``steps.jsonl`` too. This
+module owns only the tokens.
 
 Token layout: one growing id list per episode; sampled ids are kept exactly as sampled (loss
 mask 1, behaviour log-probs), the harness's observation ids are appended with mask 0. Nothing is
@@ -19,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..harness.agents import AgentFailure, AgentTimeout
+from ..harness.actions import SYSTEM_PROMPT
 from ..harness.episode import Episode, task_spec
-from ..records import Step, TokenLayout, Trajectory
+from ..harness.textenv import TextEnv
+from ..records import TokenLayout, Trajectory
 from ..sandbox import SandboxPool
 from ..tasks import Task
-from .actions import SYSTEM_PROMPT, Action, format_observation, invalid_observation, parse_action
 
 
 @dataclass
@@ -43,14 +45,13 @@ class RolloutConfig:
 class _Turns:
     """The token side of one episode."""
 
-    ep: Episode
+    env: TextEnv
     tokens: TokenLayout
-    anchor: str
     max_turns: int
 
     @property
     def traj(self) -> Trajectory:
-        return self.ep.traj
+        return self.env.trajectory
 
 
 def _append(tok: TokenLayout, ids: list[int], logprobs: list[float] | None) -> tuple[int, int]:
@@ -103,26 +104,26 @@ def rollout_episodes(policy: Any, layout: Any, jobs: list[Job], pool: SandboxPoo
         ep = Episode(job.task, pool, spec, job.out, agent=str(policy), instance=job.instance,
                      command_timeout=cfg.command_timeout,
                      info={"policy_version": policy_version})
+        env = TextEnv(ep, obs_chars=cfg.obs_chars)
         if job.task.instruction not in prompts:
             prompts[job.task.instruction] = layout.prompt_ids(cfg.system_prompt,
                                                               job.task.instruction)
         tok = TokenLayout()
         _append(tok, list(prompts[job.task.instruction]), None)
         ep.traj.tokens = tok
-        episodes.append(_Turns(ep, tok, anchor=job.task.instruction,
-                               max_turns=job.max_turns or cfg.max_turns))
+        episodes.append(_Turns(env, tok, max_turns=job.max_turns or cfg.max_turns))
     finished = False
     try:
         with ThreadPoolExecutor(max_workers=min(8, len(episodes)) or 1) as threads:
             # a sandbox that failed to start: an infrastructure failure, already done
-            list(threads.map(lambda e: e.ep.start(), episodes))
+            list(threads.map(lambda e: e.env.init(), episodes))
         trajs = _turns(policy, layout, episodes, cfg, seed, before_finish,
                        time.monotonic() - t_env)
         finished = True
     finally:
         if not finished:  # interrupted or crashed mid-group: keep what ran, free the sandboxes
             for e in episodes:
-                e.ep.abandon()
+                e.env.abandon()
     return trajs
 
 
@@ -133,7 +134,7 @@ def _turns(policy: Any, layout: Any, episodes: list[_Turns], cfg: RolloutConfig,
     gen_s, env_s = 0.0, start_s
     with ThreadPoolExecutor(max_workers=len(episodes)) as threads:
         for _turn in range(max(e.max_turns for e in episodes)):
-            live = [e for e in episodes if not e.ep.done]
+            live = [e for e in episodes if not e.env.done]
             if not live:
                 break
             t0 = time.monotonic()
@@ -143,60 +144,31 @@ def _turns(policy: Any, layout: Any, episodes: list[_Turns], cfg: RolloutConfig,
                                       seed=None if seed is None else seed * 1009 + _turn)
             gen_s += time.monotonic() - t0
             t0 = time.monotonic()
-            actions = []
+            replies = []
             for e, s in zip(live, samples):
                 span = _append(e.tokens, list(s.token_ids), list(s.logprobs))
                 e.tokens.step_spans.append(list(span))
-                text = policy.tokenizer.decode(s.token_ids, skip_special_tokens=True)
-                actions.append((e, text, parse_action(text), s))
-            list(threads.map(lambda a: _act(*a, cfg), actions))
-            for e, _text, _action, s in actions:
-                if e.ep.done:
+                replies.append((e, policy.tokenizer.decode(s.token_ids, skip_special_tokens=True),
+                                s))
+            observed = list(threads.map(
+                lambda r: r[0].env.act(r[1], finished=bool(r[2].finished)), replies))
+            for (e, _text, s), (obs, done) in zip(replies, observed):
+                if done:
                     continue
                 # cut off by max_new_tokens: the harness closes the turn (mask 0)
-                obs_ids = layout.observation_ids(e.traj.steps[-1].observation,
-                                                 after_truncated=not s.finished)
+                obs_ids = layout.observation_ids(obs, after_truncated=not s.finished)
                 _append(e.tokens, obs_ids, None)
                 if len(e.tokens.token_ids) + cfg.max_new_tokens > cfg.max_total_tokens:
-                    e.ep.end("token_budget")
+                    e.env.end("token_budget")
                 elif _turn + 1 >= e.max_turns:
-                    e.ep.end("max_turns")
+                    e.env.end("max_turns")
             env_s += time.monotonic() - t0
         for e in episodes:
-            e.ep.end("max_turns")  # no-op for one that already ended
+            e.env.end("max_turns")  # no-op for one that already ended
             e.traj.info["time"] = {"generate_s": gen_s, "env_s": env_s}
         trajs = [e.traj for e in episodes]
         if before_finish is not None:
             before_finish(trajs)
-        list(threads.map(lambda e: e.ep.finish(), episodes))
+        list(threads.map(lambda e: e.env.close(), episodes))
     return trajs
 
-
-def _act(e: _Turns, text: str, action: Action, sample: Any, cfg: RolloutConfig) -> None:
-    anchor, env, traj = e.anchor, e.ep.env, e.traj
-    assert env is not None
-    if action.kind == "command":
-        try:
-            rec = env.step(action.command, action=text)
-            obs = format_observation(rec, cfg.obs_chars)
-        except AgentFailure as exc:  # the step ran and is kept; the episode ends, scored
-            obs = f"error: {exc}"
-            e.ep.end(exc.termination, **{exc.termination: str(exc)})
-        except AgentTimeout as exc:  # the agent's own time is used up
-            traj.steps.append(Step(index=len(traj.steps), action=text))
-            obs = f"error: {exc}"
-            e.ep.end("agent_timeout")
-        except Exception as exc:  # sandbox gone, engine error: not the agent's doing
-            traj.steps.append(Step(index=len(traj.steps), action=text))
-            obs = f"error: {exc}"
-            e.ep.fail(exc, f"step {len(traj.steps) - 1}", by_agent=True)
-        step = traj.steps[-1]
-    else:
-        step = Step(index=len(traj.steps), action=text, invalid=action.kind == "invalid")
-        traj.steps.append(step)
-        obs = "" if action.kind == "done" else invalid_observation(action)
-        if action.kind == "done":
-            e.ep.end("done")
-    step.anchor_obs, step.action_key, step.observation = anchor, action.key, obs
-    step.info["finished"] = bool(sample.finished)
-    e.anchor = obs

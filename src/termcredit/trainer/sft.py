@@ -17,7 +17,7 @@ import torch
 
 from ..jsonl import iter_jsonl
 from ..records import TokenLayout
-from .actions import SYSTEM_PROMPT
+from ..harness.actions import SYSTEM_PROMPT
 from .policy import pad_batch
 
 
@@ -56,7 +56,7 @@ def demo_from_messages(msgs: Any, where: str = "messages") -> Demo:
                          f"with assistant, got {roles}")
     if msgs[0]["content"] != SYSTEM_PROMPT:
         raise ValueError(f"{where}[0]: the system message is not the trainer's system prompt "
-                         "(trainer/actions.py SYSTEM_PROMPT), which the SFT layout always uses")
+                         "(harness/actions.py SYSTEM_PROMPT), which the SFT layout always uses")
     turns = [(msgs[k]["content"], msgs[k + 1]["content"] if k + 1 < len(msgs) else "")
              for k in range(2, len(msgs), 2)]
     return Demo(msgs[1]["content"], turns)
