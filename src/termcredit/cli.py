@@ -214,14 +214,13 @@ def _cmd_refine(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from .depgpo import analyse
-    from .depgpo.load import facts_from_trajectory
+    from .depgpo.analysis import analysis_of
     from .depgpo.render import render
     from .depgpo.report import credit_rows
     from .trialdir import load_trajectory
 
     traj = load_trajectory(args.trial_dir)
-    res = analyse(facts_from_trajectory(traj))
+    res = analysis_of(traj)
     commands = {s.index: (s.command.command if s.command else s.action) for s in traj.steps}
     title = f"{traj.task} — reward {traj.verifier.reward if traj.verifier else '?'}"
     data = render(res.graph.graph, args.format, title=title,

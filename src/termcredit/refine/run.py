@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..depgpo.load import facts_from_trajectory
 from ..estimators.rewards import training_reward
 from ..harness.agents import AgentEnv, InvalidAction
 from ..harness.audit_cli import find_trials
@@ -163,7 +162,7 @@ def refine_sources(sources: list[Source], out: Path, opts: RefineOptions = Refin
                    log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
     """Decide, replay, keep what still passes; writes ``out`` (JSONL) and returns the report
     (written to ``<out>.report.json`` by ``refine_run``)."""
-    decisions = [decide(s.traj, facts_from_trajectory(s.traj), opts) for s in sources]
+    decisions = [decide(s.traj, opts=opts) for s in sources]
     jobs = [(s.task, s.instance, refined_commands(d)) for s, d in zip(sources, decisions)]
     replays = replay(jobs, out.with_name(out.stem + "-replays"), concurrency=concurrency,
                      command_timeout=command_timeout, log=log)
