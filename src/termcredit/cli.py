@@ -24,7 +24,7 @@ def _log(message: str) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from . import llm  # noqa: F401  registers the openai:MODEL agents
-    from .depgpo import trial_hook  # noqa: F401  registers graph.json for every trial
+    from .depgpo.trial_hook import default_hooks
     from .harness.run import RunConfig, resume_config, run
     from .tasks import find_tasks
 
@@ -36,7 +36,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     command_timeout=args.command_timeout, image_map=args.image_map,
                     force_build=args.force_build, instance=args.instance,
                     backend=args.backend, ray_address=args.ray_address, registry=args.registry,
-                    network=args.network,
+                    network=args.network, hooks=default_hooks(),
                     agent_options={k: getattr(args, k) for k in (
                         "base_url", "max_turns", "max_tokens", "temperature", "max_requests")})
     if args.resume:

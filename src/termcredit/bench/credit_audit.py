@@ -31,6 +31,7 @@ from typing import Any, Callable
 from ..depgpo import DepGPOConfig
 from ..depgpo.load import load_trajectory
 from ..depgpo.report import credit_report
+from ..depgpo.trial_hook import default_hooks
 from ..harness.agents import AgentEnv, InvalidAction, _sh_quote
 from ..harness.trial import run_trial, task_spec
 from ..records import TrialResult
@@ -131,7 +132,7 @@ def audit(jobs: list[AuditJob], out: Path, *, concurrency: int = 2,
     def trial(job: AuditJob, commands: list[str], name: str) -> TrialResult:
         return run_trial(job.task, CommandsAgent(commands, solution=job.solution), pool,
                          task_spec(job.task, images[job.task.name]), out / job.name / name,
-                         command_timeout=command_timeout)
+                         command_timeout=command_timeout, hooks=default_hooks())
 
     results: list[dict[str, Any]] = []
     try:

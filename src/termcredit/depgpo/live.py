@@ -3,7 +3,8 @@
 ``dependencies`` (and ``build_graph``, which draws them for ``graph.json``) walks every
 command of a finished episode (ownership of file versions and lines, stdout reuse, cwd and
 shell-state links): most of DepGPO's cost per trajectory. A ``GraphBuilder`` takes the
-commands in order, so a step hook feeds each step's facts to one kept with the trajectory
+commands in order, so a step hook (``feed``, which the application passes to each ``Episode``
+in its ``Hooks``) feeds each step's facts to one kept with the trajectory
 (``Trajectory.live``) as soon as the step is recorded, in the background of the next
 generation. After verification only the walk back from the verifier's resources is left
 (``deps_for``).
@@ -22,7 +23,6 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ..harness.hooks import register_step_hook
 from ..records import Trajectory
 from ..tracer import AccessSets
 from ..trialdir import TrialPaths
@@ -99,7 +99,6 @@ def deps_for(traj: Trajectory, facts: EpisodeFacts, *, diff_rewrites: str | bool
     return build_graph(facts, diff_rewrites=diff_rewrites, reuse=reuse)
 
 
-@register_step_hook("depgpo-dependencies")
 def feed(traj: Trajectory) -> None:
     """The step hook: the steps recorded since the last call into the episode's builder."""
     live = traj.live.get(KEY)

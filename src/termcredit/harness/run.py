@@ -41,6 +41,7 @@ from ..tasks import Task, load_task
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings, make_backend
+from .hooks import NO_HOOKS, Hooks
 from .network import check_network, offline_warning
 from .results import Results, print_summary, skip_unsupported
 from .trial import run_trial, task_spec
@@ -65,6 +66,8 @@ class RunConfig:
     ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
     registry: str | None = None  # ray: pull task images from here before building them
     network: str | None = None  # a Docker network granted to tasks that permit one (--network)
+    # passed to every trial's episode (harness/hooks.py); not a setting of the run's files
+    hooks: Hooks = NO_HOOKS
 
 
 # settings that decide what the trials are: a resumed run must keep them
@@ -148,7 +151,8 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
                      force_build=given.force_build, extra={**extra, **given.extra}, resume=True,
                      backend=backend, ray_address=given.ray_address,
                      registry=given.registry or data.get("registry"),
-                     network=given.network or data.get("network"), **values)
+                     network=given.network or data.get("network"), hooks=given.hooks,
+                     **values)
 
 
 def _lock_run_dir(out: Path) -> int:
@@ -336,7 +340,8 @@ def _trials(cfg: RunConfig, out: Path, jobs: list[tuple[Task, int]],
             fut = executor.submit(run_trial, task, agent_factory(), pool,
                                   task_spec(task, image, cfg.network), trial_dir, attempt=k,
                                   command_timeout=cfg.command_timeout,
-                                  instance=cfg.instance, network=cfg.network)
+                                  instance=cfg.instance, network=cfg.network,
+                                  hooks=cfg.hooks)
             futures[fut] = (task, k)
         pending = set(futures)
         while pending:

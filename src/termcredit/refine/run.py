@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ..depgpo.trial_hook import default_hooks
 from ..estimators.rewards import training_reward
 from ..harness.agents import AgentEnv, InvalidAction
 from ..harness.audit_cli import find_trials
@@ -143,7 +144,7 @@ def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrenc
         key = (task.name, inst if task.parametrized else 0)
         r = run_trial(task, StepsAgent(cmds, agent), pool,
                       task_spec(task, images[key]), out_dir / f"{k:04d}-{task.name}",
-                      command_timeout=command_timeout, instance=inst)
+                      command_timeout=command_timeout, instance=inst, hooks=default_hooks())
         try:
             return load_trajectory(r.trial_dir)
         except Exception:

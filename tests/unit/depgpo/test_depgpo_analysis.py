@@ -22,9 +22,9 @@ from termcredit import estimators
 from termcredit.depgpo import DepGPOConfig, analyse, to_json
 from termcredit.depgpo import analysis as an
 from termcredit.depgpo.load import facts_from_trajectory
-from termcredit.depgpo.trial_hook import write_graph
+from termcredit.depgpo.trial_hook import default_hooks
 from termcredit.estimators.opd import scope_steps
-from termcredit.harness.hooks import run_step_hooks
+from termcredit.harness.hooks import run_step_hooks, run_trial_hooks
 from termcredit.records import (CommandRecord, FileState, Step, TokenLayout, Trajectory,
                                 VerifierReport)
 from termcredit.refine.select import decide
@@ -57,7 +57,7 @@ def episode() -> Trajectory:
                       agent="x")
     for i, rec in enumerate(recs):
         traj.steps.append(Step(index=i, action=rec.command, command=rec))
-        run_step_hooks(traj)
+        run_step_hooks(default_hooks(), traj)
     ids, mask, spans = [0], [0], []
     for n in (1, 3, 1, 1):
         spans.append([len(ids), len(ids) + n])
@@ -75,7 +75,7 @@ def test_every_reader_takes_the_one_analysis(tmp_path: Path,
     calls = []
     real = an.analyse_graph
     monkeypatch.setattr(an, "analyse_graph", lambda *a: calls.append(a) or real(*a))
-    write_graph(traj, TrialPaths(tmp_path))  # graph.json, end of trial
+    run_trial_hooks(default_hooks(), traj, TrialPaths(tmp_path))  # graph.json, end of trial
     assert (tmp_path / "graph.json").is_file() and "hook_errors" not in traj.info
     est = estimators.build("depgpo")
     est([traj])
