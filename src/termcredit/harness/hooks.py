@@ -33,9 +33,6 @@ class Hooks:
     step: tuple[tuple[str, StepHook], ...] = ()
     trial: tuple[tuple[str, TrialHook], ...] = ()
 
-    def __add__(self, other: Hooks) -> Hooks:
-        return Hooks(self.step + other.step, self.trial + other.trial)
-
 
 NO_HOOKS = Hooks()
 
