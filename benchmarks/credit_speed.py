@@ -31,6 +31,7 @@ from pathlib import Path
 from termcredit.depgpo import DepGPOConfig, StepWeights, analyse, depgpo_step_weights
 from termcredit.depgpo.live import deps_for
 from termcredit.depgpo.load import facts_from_trajectory
+from termcredit.depgpo.trial_hook import default_hooks
 from termcredit.harness.hooks import run_step_hooks
 from termcredit.harness.observe import StepObserver
 from termcredit.records import FileState, TraceCwd, Trajectory
@@ -99,7 +100,7 @@ def streamed(traj: Trajectory, chunks: list[str]) -> tuple[float, float, StepWei
         t0 = time.perf_counter()
         obs.after_step(step.command)  # as AgentEnv.step does
         traj.steps.append(step)
-        run_step_hooks(traj)
+        run_step_hooks(default_hooks(), traj)
         per_step += time.perf_counter() - t0
     t0 = time.perf_counter()
     shell.session_trace += chunks[len(steps):]  # the shell's last words, if any

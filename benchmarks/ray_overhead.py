@@ -27,7 +27,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-import termcredit.depgpo.trial_hook  # noqa: F401  graph.json, as `termcredit run` writes it
+from termcredit.depgpo.trial_hook import default_hooks  # graph.json, as `termcredit run` passes
 from termcredit.harness.backend import BackendSettings, make_backend
 from termcredit.harness.episode import Episode, task_spec
 from termcredit.harness.run import RunConfig, run
@@ -43,7 +43,7 @@ def suite_wall(tasks: list, backend: str, address: str | None, concurrency: int,
                out: Path) -> tuple[float, dict]:
     quiet = Console(file=open(os.devnull, "w"))
     cfg = RunConfig(tasks=tasks, agent="oracle", concurrency=concurrency, out=out,
-                    backend=backend, ray_address=address)
+                    backend=backend, ray_address=address, hooks=default_hooks())
     t0 = time.monotonic()
     summary = run(cfg, quiet)
     return time.monotonic() - t0, {(t["task"], t["attempt"]): t["reward"]
@@ -61,7 +61,8 @@ def step_times(address: str, n: int, out: Path) -> tuple[list[float], list[float
         eps = {}
         for name, b in backends.items():
             spec = task_spec(task, b.image(task, 0, image_map=ImageMap.load()))
-            eps[name] = Episode(task, b.pool, spec, out / name, agent="bench")
+            eps[name] = Episode(task, b.pool, spec, out / name, agent="bench",
+                                hooks=default_hooks())
             assert eps[name].start(), eps[name].error
         for i in range(n + 5):
             for name, ep in eps.items():

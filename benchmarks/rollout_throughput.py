@@ -28,8 +28,8 @@ from pathlib import Path
 
 import psutil
 
-import termcredit.depgpo.trial_hook  # noqa: F401  graph.json, as training writes it
 from termcredit.bench.split import split_commands
+from termcredit.depgpo.trial_hook import default_hooks  # graph.json, as training passes it
 from termcredit.harness.episode import Episode, task_spec
 from termcredit.sandbox import SandboxPool, docker_client, ensure_base_image, gc
 from termcredit.tasks import load_task
@@ -64,7 +64,8 @@ def main() -> None:
     def episode(k: int) -> dict:
         task, inst = jobs[k]
         ep = Episode(task, pool, task_spec(task, images[(task.name, inst)]), out / f"e{k}",
-                     agent="oracle-steps", instance=inst, command_timeout=60)
+                     agent="oracle-steps", instance=inst, command_timeout=60,
+                     hooks=default_hooks())
         if ep.start():
             assert ep.env is not None
             for cmd in split_commands((task.solution_dir / "solve.sh").read_text()):

@@ -24,7 +24,7 @@ def _log(message: str) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from . import llm  # noqa: F401  registers the openai:MODEL agents
-    from .depgpo import trial_hook  # noqa: F401  registers graph.json for every trial
+    from .depgpo.trial_hook import default_hooks
     from .harness.run import RunConfig, resume_config, run
     from .tasks import find_tasks
 
@@ -36,7 +36,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     command_timeout=args.command_timeout, image_map=args.image_map,
                     force_build=args.force_build, instance=args.instance,
                     backend=args.backend, ray_address=args.ray_address, registry=args.registry,
-                    network=args.network,
+                    network=args.network, hooks=default_hooks(),
                     agent_options={k: getattr(args, k) for k in (
                         "base_url", "max_turns", "max_tokens", "temperature", "max_requests")})
     if args.resume:
@@ -214,14 +214,13 @@ def _cmd_refine(args: argparse.Namespace) -> int:
 
 
 def _cmd_graph(args: argparse.Namespace) -> int:
-    from .depgpo import analyse
-    from .depgpo.load import facts_from_trajectory
+    from .depgpo.analysis import analysis_of
     from .depgpo.render import render
     from .depgpo.report import credit_rows
     from .trialdir import load_trajectory
 
     traj = load_trajectory(args.trial_dir)
-    res = analyse(facts_from_trajectory(traj))
+    res = analysis_of(traj)
     commands = {s.index: (s.command.command if s.command else s.action) for s in traj.steps}
     title = f"{traj.task} — reward {traj.verifier.reward if traj.verifier else '?'}"
     data = render(res.graph.graph, args.format, title=title,

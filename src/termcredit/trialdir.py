@@ -7,7 +7,8 @@ A trial directory (``termcredit run``'s ``<run>/<task>/attempt-<k>/``, a trainin
     result.json       TrialResult, written last (its presence means the trial finished)
     steps.jsonl       one line per finished step, fsynced (the crash record)
     error.txt         traceback of a harness error, when there was one
-    graph.json        DepGPO's dependency graph (an end-of-trial hook)
+    graph.json        DepGPO's dependency graph (the end-of-trial hook every application
+                      passes to its episodes: depgpo/trial_hook.py)
     trace/            shell-start.strace, step-NNN.strace, verifier.strace,
                       agent-during-verifier.strace
     content/<sha256>  small text files' contents after the steps that wrote them

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import termcredit.depgpo.trial_hook  # noqa: F401  registers DepGPO's hooks, as cli/trainer do
 from termcredit.depgpo import DepGPOConfig, depgpo_step_weights
 from termcredit.depgpo.live import KEY, deps_for
 from termcredit.depgpo.load import facts_from_trajectory
+from termcredit.depgpo.trial_hook import default_hooks  # DepGPO's hooks, as cli/trainer pass
 from termcredit.harness.agents import ReplayAgent
 from termcredit.harness.trial import run_trial, task_spec
 from termcredit.sandbox import SandboxPool, gc
@@ -38,7 +38,7 @@ def episode(client, base_ref, run_id, tmp_path: Path, commands: list[str]):
 
     try:
         result = run_trial(task, Keep(replay), pool, task_spec(task, image), tmp_path / "t",
-                           command_timeout=60)
+                           command_timeout=60, hooks=default_hooks())
     finally:
         pool.close()
         gc(client, run_id=run_id)

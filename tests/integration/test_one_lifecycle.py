@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from scripted_policy import Layout, ScriptedPolicy
 
-import termcredit.depgpo.trial_hook  # noqa: F401  the graph.json hook, as cli/trainer load it
+from termcredit.depgpo.trial_hook import default_hooks  # graph.json, as cli/trainer pass it
 from termcredit.harness import episode as episode_mod
 from termcredit.harness.agents import ReplayAgent
 from termcredit.harness.trial import run_trial, task_spec
@@ -45,9 +45,9 @@ def both(client, base_ref, run_id, tmp_path: Path) -> tuple[Path, Path]:
     replay.write_text(SOLVE + "\n")
     try:
         run_trial(task, ReplayAgent(replay), pool, task_spec(task, image), tmp_path / "run",
-                  command_timeout=60)
+                  command_timeout=60, hooks=default_hooks())
         rollout_group(solving_policy(), Layout(), task, image, pool, 1, tmp_path / "rollout",
-                      RolloutConfig(max_turns=3, command_timeout=60))
+                      RolloutConfig(max_turns=3, command_timeout=60), hooks=default_hooks())
     finally:
         pool.close()
         gc(client, run_id=run_id)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from trial_compare import differences, trial_facts
 
-import termcredit.depgpo.trial_hook  # noqa: F401  graph.json, as `termcredit run` writes it
+from termcredit.depgpo.trial_hook import default_hooks  # graph.json, as `termcredit run` passes it
 from termcredit.harness.agents import OracleAgent, ReplayAgent
 from termcredit.harness.trial import run_trial, task_spec
 from termcredit.sandbox import SandboxPool
@@ -55,13 +55,14 @@ def test_a_trial_through_a_host_equals_the_local_one(client, base_ref, run_id, t
 
     local = SandboxPool(client, run_id, ahead=1)
     try:
-        mine = run_trial(task, make_agent(), local, task_spec(task, image), tmp_path / "local")
+        mine = run_trial(task, make_agent(), local, task_spec(task, image), tmp_path / "local",
+                         hooks=default_hooks())
     finally:
         local.close()
     host = HostActor(run_id, ahead=1)
     try:
         theirs = run_trial(task, make_agent(), HostPool(host), task_spec(task, image),
-                           tmp_path / "host")
+                           tmp_path / "host", hooks=default_hooks())
         assert containers(client, run_id)  # the used one is removed in the background
     finally:
         assert host.close() == {"ok": None}

@@ -12,17 +12,15 @@ Group used throughout:
 
 from __future__ import annotations
 
-import weakref
-
 import pytest
 from test_estimators_by_hand_depgpo import ANSWER, STAGE, step, traj, traj_b, traj_c
 
 from termcredit import estimators
 from termcredit.depgpo import DepGPOConfig, StepWeights
+from termcredit.depgpo import analysis as an
 from termcredit.estimators.depgpo import summarize_weights
 from termcredit.harness.infra import INFRA_ERROR
 from termcredit.records import Step, Trajectory
-from termcredit.trainer import credit_metrics as cm
 from termcredit.trainer.credit_metrics import credit_metrics, credit_metrics_for
 
 
@@ -88,9 +86,11 @@ def _sentinel(n_steps: int, fallback: str | None) -> StepWeights:
                        ((),) * n_steps, fallback, frozenset())
 
 
-def test_known_weights_are_reused_for_the_same_trajectory_only() -> None:
+def test_a_kept_analysis_is_reused_for_the_same_trajectory_only() -> None:
     s, f = success(), failure()
-    out = credit_metrics([s, f], known=[(s, _sentinel(3, "sentinel")), (success(), None)])
+    an.analysis_of(s).weights = _sentinel(3, "sentinel")  # what S keeps (DepGPO's defaults)
+    an.analysis_of(success()).weights = _sentinel(3, "other")  # a look-alike's: not S's
+    out = credit_metrics([s, f])
     # S's weights are the sentinel's (3 zero credits); F's are computed (1 zero of 1 traced)
     assert out["credit/fallback/sentinel"] == 0.5
     assert out["credit/zero_credit_step_frac"] == pytest.approx((3 + 1) / (3 + 1))
@@ -109,7 +109,7 @@ def test_the_estimators_stats_and_the_metrics_are_one_summary(monkeypatch) -> No
     def no_recompute(*_a, **_k):
         raise AssertionError("weights computed twice")
 
-    monkeypatch.setattr(cm, "depgpo_step_weights", no_recompute)
+    monkeypatch.setattr(an, "analyse_graph", no_recompute)
     metrics = credit_metrics_for(group, est)  # the estimator's weights, its β
     assert {k.removeprefix("credit/"): v for k, v in metrics.items()
             if k.removeprefix("credit/") in summary} == summary
@@ -121,15 +121,15 @@ def test_the_estimators_stats_and_the_metrics_are_one_summary(monkeypatch) -> No
 def test_an_updates_groups_are_all_reused(monkeypatch) -> None:
     """Several groups per update, one estimator call each: the metrics over all of them
     compute nothing again; a trajectory the estimator never saw (an infra failure, or one
-    that only looks the same) is computed; gone trajectories leave the estimator's memory."""
+    that only looks the same) is computed; each trajectory keeps its own analysis."""
     est = estimators.build("depgpo", beta=0.0)
     g1, g2 = [success(), failure()], [traj_b(0.0), traj_c(1.0)]
     est(g1)
     est(g2)
     assert est.weights_of(success()) is None and est.weights_of(g1[0]) is not None
     calls = []
-    real = cm.depgpo_step_weights
-    monkeypatch.setattr(cm, "depgpo_step_weights", lambda *a: calls.append(a) or real(*a))
+    real = an.analyse_graph
+    monkeypatch.setattr(an, "analyse_graph", lambda *a: calls.append(a) or real(*a))
     # zeros: S 1 of 3, F 1 of 1, B (β = 0) 1 of 3, C 1 of 1; fallbacks: F and C (tied)
     out = credit_metrics_for([*g1, *g2, infra()], est)
     assert calls == []
@@ -138,13 +138,8 @@ def test_an_updates_groups_are_all_reused(monkeypatch) -> None:
     assert out["credit/infra_rate"] == pytest.approx(1 / 5)
     credit_metrics_for([g1[0], success()], est)
     assert len(calls) == 1
-    del g1
-    est(g2)
-    assert len(est._seen) == 2  # g1's entries went with g1
-    # an id once another's (freed before the estimator's next call) is not that one
-    other = success()
-    est._seen[id(other)] = (weakref.ref(g2[0]), est.weights_of(g2[0]))
-    assert est.weights_of(other) is None
+    est(g2)  # weighed again: nothing computed again
+    assert len(calls) == 1
 
 
 def test_other_algorithms_get_depgpos_defaults_from_the_traces() -> None:

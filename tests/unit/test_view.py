@@ -151,7 +151,7 @@ def test_credit_errors_are_caught(run_dir: Path, monkeypatch: pytest.MonkeyPatch
     def boom(*a, **k):
         raise RuntimeError("graph <exploded>")
 
-    monkeypatch.setattr(credit_mod, "analyse", boom)
+    monkeypatch.setattr(credit_mod, "analysis_of", boom)
     index = build_view(run_dir, run_dir / "v").read_text()
     good = _page(run_dir / "v", index, "hello-world__attempt-0")
     assert "<th>credit</th>" not in good and "graph &lt;exploded&gt;" in good
@@ -169,8 +169,9 @@ def test_credit_from_graph_json_or_one_analysis(run_dir: Path,
     from termcredit.depgpo.report import write_graph_json
 
     calls = []
-    analyse = credit_mod.analyse
-    monkeypatch.setattr(credit_mod, "analyse", lambda *a, **k: calls.append(1) or analyse(*a, **k))
+    analyse = credit_mod.analysis_of
+    monkeypatch.setattr(credit_mod, "analysis_of",
+                        lambda *a, **k: calls.append(1) or analyse(*a, **k))
     index = build_view(run_dir, run_dir / "a").read_text()
     analysed = _page(run_dir / "a", index, "hello-world__attempt-0")
     assert len(calls) == 1  # the traced trial, once; the untraced ones need none

@@ -13,8 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..depgpo import DepGPOConfig, depgpo_step_weights
-from ..depgpo.load import facts_from_trajectory
+from ..depgpo.analysis import analysis_of
 from ..trialdir import TrialPaths, load_trajectory
 
 
@@ -32,7 +31,7 @@ def tally(trials: list[Path]) -> Counter[str]:
         traj = load_trajectory(d)
         key = "ok" if json.loads(TrialPaths(d).result.read_text()).get("reward") == 1 else "fail"
         n[f"{key}_traj"] += 1
-        sw = depgpo_step_weights(facts_from_trajectory(traj), DepGPOConfig())
+        sw = analysis_of(traj).weights
         if sw.fallback:
             n[f"{key}_fallback"] += 1
             n[f"{key}_fallback/{sw.fallback}"] += 1

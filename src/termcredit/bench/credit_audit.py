@@ -31,6 +31,7 @@ from typing import Any, Callable
 from ..depgpo import DepGPOConfig
 from ..depgpo.load import load_trajectory
 from ..depgpo.report import credit_report
+from ..depgpo.trial_hook import default_hooks
 from ..harness.agents import CommandsAgent
 from ..harness.backend import BackendSettings
 from ..harness.runner import RunnerSettings, TrialRunner
@@ -91,7 +92,8 @@ def audit(jobs: list[AuditJob], out: Path, *, concurrency: int = 2,
     """Audit each job (see the module doc) on ``backend``; writes ``out/<label>/full`` and
     ``out/<label>/without-<step>`` trial folders and ``out/audit.json``; returns its data."""
     out.mkdir(parents=True, exist_ok=True)
-    with TrialRunner(RunnerSettings(backend, concurrency, command_timeout),
+    with TrialRunner(RunnerSettings(backend, concurrency, command_timeout,
+                                    hooks=default_hooks()),
                      f"audit-{secrets.token_hex(3)}", log=log) as runner:
         for job in jobs:  # every image before the first trial
             runner.image(job.task)

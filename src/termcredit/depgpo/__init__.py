@@ -4,8 +4,10 @@ Pipeline (each stage a pure function of the previous one's dataclass):
 ``EpisodeFacts`` -> ``dependencies`` (ownership + stdout reuse + cwd and shell-state links,
 plain Python) -> ``assign_credit`` (per command) -> per-step sums -> ``step_weights`` (per
 step f_t, w_t). The group-relative outcome decides the sign; execution dependency decides
-the spread. Training stops there (``depgpo_step_weights``); ``analyse`` also draws the
-dependencies as an annotated NetworkX graph (``graph.json``, ``termcredit graph``).
+the spread. ``analyse`` also draws the dependencies as an annotated NetworkX graph (``graph.json``,
+``termcredit graph``). Every reader of one trajectory's credit (estimator, OPD's scopes,
+metrics, refine, viewer, ``graph.json``) takes it from ``analysis.analysis_of``: one analysis
+per trajectory and settings, from the dependencies its episode built as it ran.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class Analysis:
     graph: DepGraph  # graph.graph: the annotated NetworkX graph (for graph.json)
     credit: CreditResult  # per command
     weights: StepWeights  # per step
+    facts: EpisodeFacts | None = None  # what it was computed from
 
 
 def _per_step(facts: EpisodeFacts, deps: Dependencies, credit: CreditResult,
@@ -84,12 +87,19 @@ def _per_step(facts: EpisodeFacts, deps: Dependencies, credit: CreditResult,
 
 def analyse(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig()) -> Analysis:
     """Credit, step weights and the annotated dependency graph of one trajectory."""
-    dg = build_graph(facts, diff_rewrites=cfg.diff_rewrites, reuse=cfg.reuse)
+    return analyse_graph(facts, build_graph(facts, diff_rewrites=cfg.diff_rewrites,
+                                            reuse=cfg.reuse), cfg)
+
+
+def analyse_graph(facts: EpisodeFacts, dg: DepGraph, cfg: DepGPOConfig = DepGPOConfig()
+                  ) -> Analysis:
+    """``analyse`` from the facts' dependencies under ``cfg``, already built and drawn (``dg``:
+    the episode's live builder's, ``live.deps_for``); annotates ``dg.graph`` in place."""
     cr = assign_credit(dg, cfg)
     sw = _per_step(facts, dg, cr, cfg)
     annotate(dg.graph, cr.credit, cr.classes, dict(zip(sw.steps, sw.w)))
     add_verifier_edges(dg.graph, cr.deps)
-    return Analysis(dg, cr, sw)
+    return Analysis(dg, cr, sw, facts)
 
 
 def depgpo_step_weights(facts: EpisodeFacts, cfg: DepGPOConfig = DepGPOConfig(),
@@ -106,7 +116,7 @@ __all__ = [
     "WHOLE_FILE", "Analysis", "CommandEffects", "CommandFacts", "CreditResult", "CreditWeights",
     "DepBuilder", "DepGPOConfig", "DepGraph", "Dependencies", "EpisodeFacts", "FileVersion",
     "GraphBuilder", "LineRecord", "OwnershipTracker", "ResourceWrite", "ReuseConfig",
-    "StdoutReuse", "StepWeights", "analyse", "annotate", "assign_credit", "build_graph",
-    "dependencies", "depgpo_step_weights", "extract_values", "from_json", "step_weights",
+    "StdoutReuse", "StepWeights", "analyse", "analyse_graph", "annotate", "assign_credit",
+    "build_graph", "dependencies", "depgpo_step_weights", "extract_values", "from_json", "step_weights",
     "stdout_sources", "text_of", "to_json", "track_ownership",
 ]

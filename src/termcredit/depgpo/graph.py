@@ -148,7 +148,10 @@ def annotate(graph: nx.MultiDiGraph, credit: Sequence[float | None],
 
 def add_verifier_edges(graph: nx.MultiDiGraph,
                        deps: Sequence[Sequence[tuple[str, str, int | None]]]) -> None:
-    """``absence``/``metadata`` edges cmd -> ``verifier`` from credit's per-command deps."""
+    """``absence``/``metadata`` edges cmd -> ``verifier`` from credit's per-command deps
+    (those of an earlier credit on the same graph replaced)."""
+    if "verifier" in graph:
+        graph.remove_node("verifier")
     for c, ds in enumerate(deps):
         for kind, path, to in ds:
             if to is None:

@@ -1,18 +1,21 @@
 """DepGPO's dependencies built while the episode runs, so its weights are ready at the end.
 
-``dependencies`` walks every command of a finished episode (ownership of file versions and
-lines, stdout reuse, cwd and shell-state links): most of DepGPO's cost per trajectory. A
-``DepBuilder`` takes the commands in order, so a step hook feeds each step's facts to one kept
-with the trajectory (``Trajectory.live``) as soon as the step is recorded, in the background
-of the next generation. After verification only the walk back from the verifier's resources
-is left (``deps_for``).
+``dependencies`` (and ``build_graph``, which draws them for ``graph.json``) walks every
+command of a finished episode (ownership of file versions and lines, stdout reuse, cwd and
+shell-state links): most of DepGPO's cost per trajectory. A ``GraphBuilder`` takes the
+commands in order, so a step hook (``feed``, which the application passes to each ``Episode``
+in its ``Hooks``) feeds each step's facts to one kept with the trajectory
+(``Trajectory.live``) as soon as the step is recorded, in the background of the next
+generation. After verification only the walk back from the verifier's resources is left
+(``deps_for``).
 
 The facts of a step can still change after it was fed: the end-of-episode pass gives a
 background job's late writes to the command that started it and drops reads of paths that did
 not exist. Each fed step keeps a fingerprint of everything the builder read; ``deps_for``
 compares them with the finished facts and, where any step changed, builds the dependencies
-anew from all the facts (a DepBuilder cannot take a step back), so the result is always
-``dependencies`` of the final facts.
+anew from all the facts (a builder cannot take a step back), so the result is always
+``build_graph`` of the final facts. The graph is drawn as the steps come, so ``graph.json``
+needs no second pass over the episode (``analysis.py``).
 """
 
 from __future__ import annotations
@@ -20,12 +23,11 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from ..harness.hooks import register_step_hook
 from ..records import Trajectory
 from ..tracer import AccessSets
 from ..trialdir import TrialPaths
-from .deps import DepBuilder, Dependencies, dependencies
 from .facts import CommandFacts, EpisodeFacts
+from .graph import DepGraph, GraphBuilder, build_graph, cmd_node
 from .load import command_facts, recorded_cwd
 from .stdout_reuse import ReuseConfig
 
@@ -48,15 +50,15 @@ def fingerprint(cmd: CommandFacts) -> tuple[Any, ...]:
 
 
 class LiveDependencies:
-    """One episode's DepBuilder, fed a step at a time (DepGPO's default settings)."""
+    """One episode's GraphBuilder, fed a step at a time (DepGPO's default settings)."""
 
     diff_rewrites = "if-read"
     reuse = ReuseConfig()
 
     def __init__(self, instruction: str) -> None:
         self.instruction = instruction
-        self.builder = DepBuilder(instruction, diff_rewrites=self.diff_rewrites,
-                                  reuse=self.reuse)
+        self.builder = GraphBuilder(instruction, diff_rewrites=self.diff_rewrites,
+                                    reuse=self.reuse)
         self.prints: list[tuple[Any, ...]] = []
         self.rebuilt = False  # the last result was built anew (facts changed, other settings)
 
@@ -69,8 +71,8 @@ class LiveDependencies:
             self.builder.add(cmd)
 
     def result(self, facts: EpisodeFacts, diff_rewrites: str | bool,
-               reuse: ReuseConfig) -> Dependencies:
-        """``dependencies(facts, ...)``, from what was fed where the facts are unchanged."""
+               reuse: ReuseConfig) -> DepGraph:
+        """``build_graph(facts, ...)``, from what was fed where the facts are unchanged."""
         if (diff_rewrites == self.diff_rewrites and reuse == self.reuse
                 and len(facts.commands) >= len(self.prints)
                 and all(p == fingerprint(c) for p, c in zip(self.prints, facts.commands))):
@@ -78,23 +80,27 @@ class LiveDependencies:
                 self.prints.append(fingerprint(cmd))
                 self.builder.add(cmd)
             self.rebuilt = False
+            # steps were fed before their tokens were counted (the fingerprint leaves them
+            # out: dependencies never read them); the drawing shows the final counts
+            for c, cmd in enumerate(facts.commands):
+                self.builder.graph.nodes[cmd_node(c)]["n_tokens"] = cmd.n_tokens
             return self.builder.result(facts.resources, facts.listed)
         self.rebuilt = True
-        return dependencies(facts, diff_rewrites=diff_rewrites, reuse=reuse)
+        return build_graph(facts, diff_rewrites=diff_rewrites, reuse=reuse)
 
 
 def deps_for(traj: Trajectory, facts: EpisodeFacts, *, diff_rewrites: str | bool = "if-read",
-             reuse: ReuseConfig = ReuseConfig()) -> Dependencies:
-    """The dependencies of ``traj`` (whose facts are ``facts``): the live builder's where the
-    episode kept one, else built now."""
+             reuse: ReuseConfig = ReuseConfig()) -> DepGraph:
+    """The dependencies of ``traj`` (whose facts are ``facts``) and their graph: the live
+    builder's where the episode kept one, else built now."""
     live = traj.live.get(KEY)
     if isinstance(live, LiveDependencies) and live.instruction == facts.instruction:
         return live.result(facts, diff_rewrites, reuse)
-    return dependencies(facts, diff_rewrites=diff_rewrites, reuse=reuse)
+    return build_graph(facts, diff_rewrites=diff_rewrites, reuse=reuse)
 
 
-@register_step_hook("depgpo-dependencies")
 def feed(traj: Trajectory) -> None:
+    """The step hook: the steps recorded since the last call into the episode's builder."""
     live = traj.live.get(KEY)
     if not isinstance(live, LiveDependencies):
         live = traj.live[KEY] = LiveDependencies(traj.instruction)

@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from ..trialdir import TrialPaths, load_trajectory
-from . import Analysis, DepGPOConfig, analyse, to_json
-from .load import facts_from_trajectory
+from . import Analysis, DepGPOConfig, to_json
+from .analysis import analysis_of
 
 
 def analyse_trial(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> Analysis:
-    return analyse(facts_from_trajectory(load_trajectory(trial_dir)), cfg)
+    return analysis_of(load_trajectory(trial_dir), cfg)
 
 
 def step_deps(res: Analysis) -> dict[int, list[dict[str, Any]]]:
@@ -37,7 +37,7 @@ def credit_rows(res: Analysis, commands: dict[int, str]) -> list[dict[str, Any]]
 
 def credit_report(trial_dir: str | Path, cfg: DepGPOConfig = DepGPOConfig()) -> dict[str, Any]:
     traj = load_trajectory(trial_dir)
-    res = analyse(facts_from_trajectory(traj), cfg)
+    res = analysis_of(traj, cfg)
     commands = {s.index: (s.command.command if s.command else s.action) for s in traj.steps}
     return {
         "trial_dir": str(trial_dir),

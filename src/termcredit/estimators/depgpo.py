@@ -13,13 +13,11 @@ gets no credit and so no blame (measured on the credit tier: docs/credit-tier.md
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from collections.abc import Sequence
 
-from ..depgpo import DepGPOConfig, StepWeights, depgpo_step_weights
-from ..depgpo.live import deps_for
-from ..depgpo.load import facts_from_trajectory
+from ..depgpo import DepGPOConfig, StepWeights
+from ..depgpo.analysis import analysis_of, kept_analysis
 from ..records import Trajectory
 from . import EstimatorResult, register
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
@@ -71,21 +69,17 @@ class DepGPO:
         self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
                                 untraced_weight=untraced_weight)
         self.std, self.eps = std, eps
-        # id -> (trajectory, weights) of the trajectories it weighed that are still alive, for
-        # the trainer's credit metrics (an update's groups are weighed one call each)
-        self._seen: dict[int, tuple[weakref.ref[Trajectory], StepWeights]] = {}
 
     def weights_of(self, traj: Trajectory) -> StepWeights | None:
-        """The weights this estimator gave ``traj`` (the very object), if it weighed it."""
-        hit = self._seen.get(id(traj))
-        return hit[1] if hit is not None and hit[0]() is traj else None
+        """The weights this estimator's settings gave ``traj``, if it was weighed (the
+        trajectory keeps its analysis: ``depgpo/analysis.py``)."""
+        res = kept_analysis(traj, self.cfg)
+        return res.weights if res is not None else None
 
     def step_weights(self, traj: Trajectory) -> StepWeights:
-        """DepGPO's weights of one trajectory (from the dependencies its episode built as it
-        ran, where it kept them)."""
-        facts = facts_from_trajectory(traj)
-        deps = deps_for(traj, facts, diff_rewrites=self.cfg.diff_rewrites, reuse=self.cfg.reuse)
-        return depgpo_step_weights(facts, self.cfg, deps)
+        """DepGPO's weights of one trajectory: its one analysis under these settings (from the
+        dependencies its episode built as it ran, where it kept them)."""
+        return analysis_of(traj, self.cfg).weights
 
     def _blame(self, traj: Trajectory, sw: StepWeights) -> Sequence[float]:
         """The weights a failed trajectory's negative advantage is spread by."""
@@ -98,8 +92,6 @@ class DepGPO:
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.step_weights(t) for t in group]
-        self._seen = {k: v for k, v in self._seen.items() if v[0]() is not None}
-        self._seen.update((id(t), (weakref.ref(t), sw)) for t, sw in zip(group, weights))
         per_step = [[a * w for w in (self._blame(t, sw) if a < 0 else sw.w)]
                     for t, sw, a in zip(group, weights, adv_hat)]
         stats = summarize_weights(weights)

@@ -25,8 +25,7 @@ what each command really read and wrote; no critic model). Steps outside the sco
 
 from __future__ import annotations
 
-from ..depgpo import assign_credit, dependencies
-from ..depgpo.load import facts_from_trajectory
+from ..depgpo.analysis import analysis_of
 from ..records import Trajectory
 from . import TEACHER_LOGPROBS, EstimatorResult, register
 from .group import Group
@@ -43,8 +42,8 @@ def scope_steps(traj: Trajectory, scope: str) -> list[bool] | None:
     n = len(traj.steps)
     if scope == "first-error" and reward_of(traj) >= 1.0:
         return [False] * n
-    deps = dependencies(facts_from_trajectory(traj))
-    cr = assign_credit(deps)
+    res = analysis_of(traj)  # DepGPO's default settings, the trajectory's one analysis
+    deps, cr = res.graph, res.credit
     if scope == "relevant":
         return [c is not None and c > 0 for c in cr.credit]
     keep = [False] * n

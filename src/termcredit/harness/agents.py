@@ -32,7 +32,7 @@ from ..sandbox import Sandbox
 from ..tasks import Task
 from ..trialdir import TrialPaths
 from .actions import invalid_reason
-from .hooks import run_step_hooks
+from .hooks import NO_HOOKS, Hooks, run_step_hooks
 from .observe import StepObserver
 from .steplog import StepLog
 
@@ -75,8 +75,10 @@ class AgentEnv:
     """The agent's handle on one episode: the instruction and a traced ``step``."""
 
     def __init__(self, sandbox: Sandbox, task: Task, trajectory: Trajectory, trial_dir: Path,
-                 *, command_timeout: float = DEFAULT_COMMAND_TIMEOUT, output_cap: int = 65536):
+                 *, command_timeout: float = DEFAULT_COMMAND_TIMEOUT, output_cap: int = 65536,
+                 hooks: Hooks = NO_HOOKS):
         self.sandbox = sandbox
+        self.hooks = hooks  # their step hooks run after each recorded step
         self.task = task
         self.trajectory = trajectory
         self.trial_dir = trial_dir
@@ -129,7 +131,7 @@ class AgentEnv:
                  info=dict(info))
         )
         self.steplog.append(self.trajectory.steps[-1])
-        run_step_hooks(self.trajectory)
+        run_step_hooks(self.hooks, self.trajectory)
         lost = getattr(self.sandbox.shell, "lost", None)  # the shell could not be restarted
         if lost:
             raise ShellLost(lost)

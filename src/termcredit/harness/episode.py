@@ -1,7 +1,7 @@
 """One episode's lifecycle, the only one: `termcredit run`'s agents and the trainer's batched
 rollout both drive it, so both leave the same files in a trial directory.
 
-    ep = Episode(task, pool, spec, trial_dir, agent="oracle")
+    ep = Episode(task, pool, spec, trial_dir, agent="oracle", hooks=default_hooks())
     ep.start()               # phase "start": a fresh sandbox, the shell's start-up trace
     ep.env.step("ls") ...    # phase "agent": traced steps, under the task's agent timeout
     ep.end("done")           # the agent is finished (its termination)
@@ -32,7 +32,7 @@ from ..sandbox import Sandbox, SandboxPool, SandboxSpec
 from ..tasks import Task
 from ..trialdir import TrialPaths, save_result, save_trajectory
 from .agents import DEFAULT_COMMAND_TIMEOUT, AgentEnv
-from .hooks import run_trial_hooks
+from .hooks import NO_HOOKS, Hooks, run_trial_hooks
 from .infra import is_infra, is_infra_exception, mark_infra
 from .network import agent_network, network_info, verifier_network
 from .verify import verify_episode
@@ -54,8 +54,9 @@ class Episode:
                  *, agent: str, attempt: int = 0, instance: int = 0,
                  command_timeout: float = DEFAULT_COMMAND_TIMEOUT,
                  start_timeout: float = START_TIMEOUT, info: dict[str, Any] | None = None,
-                 network: str | None = None):
+                 network: str | None = None, hooks: Hooks = NO_HOOKS):
         self.task, self.pool, self.spec = task, pool, spec
+        self.hooks = hooks  # the application's (hooks.py): the harness adds none of its own
         self.paths = TrialPaths(trial_dir)
         self.attempt, self.instance = attempt, instance
         self.command_timeout, self.start_timeout = command_timeout, start_timeout
@@ -97,7 +98,7 @@ class Episode:
                 self.paths.trace_dir.mkdir(exist_ok=True)
                 write_text(self.paths.shell_start_trace, self.sandbox.shell.session_trace[0])
                 self.env = AgentEnv(self.sandbox, self.task, self.traj, self.paths.root,
-                                    command_timeout=self.command_timeout)
+                                    command_timeout=self.command_timeout, hooks=self.hooks)
         except Exception as exc:
             self.fail(exc, "start")
             return False
@@ -153,7 +154,7 @@ class Episode:
                 self.pool.release(self.sandbox)
                 self.sandbox = None
         with self._phase("hooks"):
-            run_trial_hooks(self.traj, self.paths)
+            run_trial_hooks(self.hooks, self.traj, self.paths)
         self.traj.info["phases"] = {k: round(v, 4) for k, v in self.phases.items()}
         try:
             save_trajectory(self.traj)

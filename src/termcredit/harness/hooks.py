@@ -1,12 +1,14 @@
-"""Hooks: work other layers do with an episode, registered by them; the harness never names
-them.
+"""Hooks: work other layers do with an episode. The application (``termcredit run``, refine,
+credit-audit, ``tasks check``, the trainer) passes a ``Hooks`` to each ``Episode``; the harness
+never names what they do and keeps no registry of its own, so an episode runs exactly the hooks
+its caller gave (``depgpo.trial_hook.default_hooks``: DepGPO's).
 
-* An end-of-trial hook runs once per episode after verification, before the final trajectory
-  and result files are written, with the trajectory in memory and the trial's ``TrialPaths``
-  (DepGPO's ``graph.json``, ``depgpo/trial_hook.py``).
 * A step hook runs after each command step is recorded, with the trajectory so far (DepGPO
   builds its dependencies as the episode runs, ``depgpo/live.py``); what it keeps goes in
   ``trajectory.live``.
+* An end-of-trial hook runs once per episode after verification, before the final trajectory
+  and result files are written, with the trajectory in memory and the trial's ``TrialPaths``
+  (DepGPO's ``graph.json``, ``depgpo/trial_hook.py``).
 
 A hook that raises is recorded in ``trajectory.info["hook_errors"]`` and never changes the
 episode or its reward.
@@ -14,6 +16,7 @@ episode or its reward.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 from ..records import Trajectory
@@ -21,39 +24,34 @@ from ..trialdir import TrialPaths
 
 TrialHook = Callable[[Trajectory, TrialPaths], None]
 StepHook = Callable[[Trajectory], None]
-_HOOKS: dict[str, TrialHook] = {}
-_STEP_HOOKS: dict[str, StepHook] = {}
 
 
-def register_trial_hook(name: str) -> Callable[[TrialHook], TrialHook]:
-    def deco(fn: TrialHook) -> TrialHook:
-        _HOOKS[name] = fn
-        return fn
-    return deco
+@dataclass(frozen=True)
+class Hooks:
+    """Named hooks, run in the order given."""
+
+    step: tuple[tuple[str, StepHook], ...] = ()
+    trial: tuple[tuple[str, TrialHook], ...] = ()
 
 
-def trial_hooks() -> dict[str, TrialHook]:
-    return dict(_HOOKS)
+NO_HOOKS = Hooks()
 
 
-def run_trial_hooks(traj: Trajectory, paths: TrialPaths) -> None:
-    for name, hook in trial_hooks().items():
+def _record(traj: Trajectory, name: str, exc: Exception) -> None:
+    traj.info.setdefault("hook_errors", {})[name] = f"{type(exc).__name__}: {exc}"
+
+
+def run_trial_hooks(hooks: Hooks, traj: Trajectory, paths: TrialPaths) -> None:
+    for name, hook in hooks.trial:
         try:
             hook(traj, paths)
         except Exception as exc:  # a hook's failure is its own, not the episode's
-            traj.info.setdefault("hook_errors", {})[name] = f"{type(exc).__name__}: {exc}"
+            _record(traj, name, exc)
 
 
-def register_step_hook(name: str) -> Callable[[StepHook], StepHook]:
-    def deco(fn: StepHook) -> StepHook:
-        _STEP_HOOKS[name] = fn
-        return fn
-    return deco
-
-
-def run_step_hooks(traj: Trajectory) -> None:
-    for name, hook in list(_STEP_HOOKS.items()):
+def run_step_hooks(hooks: Hooks, traj: Trajectory) -> None:
+    for name, hook in hooks.step:
         try:
             hook(traj)
         except Exception as exc:
-            traj.info.setdefault("hook_errors", {})[name] = f"{type(exc).__name__}: {exc}"
+            _record(traj, name, exc)

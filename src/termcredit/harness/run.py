@@ -41,6 +41,7 @@ from ..tasks import Task, load_task
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings
+from .hooks import NO_HOOKS, Hooks
 from .network import check_network, offline_warning
 from .results import Results, print_summary, skip_unsupported
 from .runner import RunnerSettings, TrialRunner
@@ -65,6 +66,8 @@ class RunConfig:
     ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
     registry: str | None = None  # ray: pull task images from here before building them
     network: str | None = None  # a Docker network granted to tasks that permit one (--network)
+    # passed to every trial's episode (harness/hooks.py); not a setting of the run's files
+    hooks: Hooks = NO_HOOKS
 
 
 # settings that decide what the trials are: a resumed run must keep them
@@ -148,7 +151,8 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
                      force_build=given.force_build, extra={**extra, **given.extra}, resume=True,
                      backend=backend, ray_address=given.ray_address,
                      registry=given.registry or data.get("registry"),
-                     network=given.network or data.get("network"), **values)
+                     network=given.network or data.get("network"), hooks=given.hooks,
+                     **values)
 
 
 def _lock_run_dir(out: Path) -> int:
@@ -234,7 +238,8 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
 
     runner = TrialRunner(RunnerSettings(
         BackendSettings(cfg.backend, cfg.ray_address, cfg.registry), cfg.concurrency,
-        cfg.command_timeout, cfg.image_map, cfg.force_build, cfg.network), run_id, log=dim)
+        cfg.command_timeout, cfg.image_map, cfg.force_build, cfg.network, cfg.hooks), run_id,
+        log=dim)
     old_handler = signal.signal(signal.SIGTERM, _sigterm)
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
     complete = False

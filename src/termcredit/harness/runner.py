@@ -27,6 +27,7 @@ from ..sandbox import ImageMap, SandboxSpec
 from ..tasks import Task
 from .agents import Agent
 from .backend import BackendSettings, LocalBackend, RayBackend, make_backend
+from .hooks import NO_HOOKS, Hooks
 from .trial import run_trial, task_spec
 
 Log = Callable[[str], None]
@@ -40,6 +41,7 @@ class RunnerSettings:
     image_map: str | None = None  # a TOML file with an [image_map] table (None: the default)
     force_build: bool = False
     network: str | None = None  # a Docker network granted to tasks that permit one
+    hooks: Hooks = NO_HOOKS  # what the application has each episode run (harness/hooks.py)
 
 
 class TrialRunner:
@@ -88,7 +90,8 @@ class TrialRunner:
         spec = self.spec(task, instance)
         return self.executor.submit(run_trial, task, agent, self.pool, spec, trial_dir,
                                     attempt=attempt, command_timeout=self.settings.command_timeout,
-                                    instance=instance, network=self.settings.network)
+                                    instance=instance, network=self.settings.network,
+                                    hooks=self.settings.hooks)
 
     def cancel(self) -> None:
         """Drop the trials not started yet (an interrupt); running ones finish or abandon."""

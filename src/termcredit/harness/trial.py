@@ -9,17 +9,21 @@ from ..sandbox import SandboxPool, SandboxSpec
 from ..tasks import Task
 from .agents import Agent, AgentFailure, AgentTimeout
 from .episode import Episode, task_spec
+from .hooks import NO_HOOKS, Hooks
 
 __all__ = ["run_trial", "task_spec"]
 
 
 def run_trial(task: Task, agent: Agent, pool: SandboxPool, spec: SandboxSpec, trial_dir: Path,
               *, attempt: int = 0, command_timeout: float = 120.0,
-              instance: int = 0, network: str | None = None) -> TrialResult:
+              instance: int = 0, network: str | None = None,
+              hooks: Hooks = NO_HOOKS) -> TrialResult:
     """Run one episode end to end. Errors are recorded, never raised: a failed trial still
-    leaves its trajectory (with every step that ran) on disk."""
+    leaves its trajectory (with every step that ran) on disk. ``hooks``: the application's
+    (``depgpo.trial_hook.default_hooks``), passed to the episode."""
     ep = Episode(task, pool, spec, trial_dir, agent=agent.name, attempt=attempt,
-                 instance=instance, command_timeout=command_timeout, network=network)
+                 instance=instance, command_timeout=command_timeout, network=network,
+                 hooks=hooks)
     if ep.start():
         assert ep.env is not None
         try:

@@ -5,7 +5,7 @@ openai:MODEL`` (vLLM, SGLang, a hosted API, `termcredit serve`).
     agent.py   the Terminus-style loop on the harness's text environment (harness/textenv.py)
 
 Importing the package registers the ``openai:`` agent kind with the harness (``termcredit run``
-does), as depgpo/trial_hook.py registers graph.json: the harness itself imports nothing above it.
+does): the harness itself imports nothing above it.
 """
 
 from ..harness.agents import register_agent_kind

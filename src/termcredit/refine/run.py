@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..depgpo.load import facts_from_trajectory
+from ..depgpo.trial_hook import default_hooks
 from ..estimators.rewards import training_reward
 from ..harness.agents import CommandsAgent
 from ..harness.audit_cli import find_trials
@@ -117,7 +117,7 @@ def replay(jobs: list[tuple[Task, int, list[str]]], out_dir: Path, *, concurrenc
     replay left none)."""
     if not jobs:
         return []
-    settings = RunnerSettings(backend, concurrency, command_timeout)
+    settings = RunnerSettings(backend, concurrency, command_timeout, hooks=default_hooks())
     with TrialRunner(settings, f"refine-{secrets.token_hex(3)}", log=log) as runner:
         for task, inst, _ in jobs:  # every image before the first trial
             runner.image(task, inst)
@@ -140,7 +140,7 @@ def refine_sources(sources: list[Source], out: Path, opts: RefineOptions = Refin
                    backend: BackendSettings = BackendSettings()) -> dict[str, Any]:
     """Decide, replay, keep what still passes; writes ``out`` (JSONL) and returns the report
     (written to ``<out>.report.json`` by ``refine_run``)."""
-    decisions = [decide(s.traj, facts_from_trajectory(s.traj), opts) for s in sources]
+    decisions = [decide(s.traj, opts=opts) for s in sources]
     jobs = [(s.task, s.instance, refined_commands(d)) for s, d in zip(sources, decisions)]
     replays = replay(jobs, out.with_name(out.stem + "-replays"), concurrency=concurrency,
                      command_timeout=command_timeout, log=log, backend=backend)

@@ -1,7 +1,7 @@
 """Which steps of a successful trajectory did not contribute, *proven* from the dependency graph.
 
 A step is dropped only when every one of these holds (``decide``), on the graph DepGPO builds
-(``depgpo.dependencies`` / ``assign_credit``, never re-derived here):
+(the trajectory's one analysis, ``depgpo.analysis.analysis_of``, never re-derived here):
 
 1. it ran a traced command (an invalid reply ran nothing and is always dropped; a command
    whose trace is missing proves nothing and is kept);
@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..depgpo import CreditResult, DepGPOConfig, Dependencies, assign_credit, dependencies
+from ..depgpo import CreditResult, DepGPOConfig, Dependencies, analyse
+from ..depgpo.analysis import analysis_of
 from ..depgpo.facts import CommandFacts, EpisodeFacts
 from ..depgpo.shellvars import shell_uses
 from ..depgpo.stdout_reuse import extract_values, text_tokens
@@ -95,11 +96,13 @@ def _file_reason(p: str, later: list[tuple[int, AccessSets]], facts: EpisodeFact
     return None
 
 
-def decide(traj: Trajectory, facts: EpisodeFacts,
+def decide(traj: Trajectory, facts: EpisodeFacts | None = None,
            opts: RefineOptions = RefineOptions()) -> list[StepDecision]:
-    """Keep or drop, per step of ``traj`` (``facts`` = ``facts_from_trajectory(traj)``)."""
-    deps = dependencies(facts, diff_rewrites=opts.depgpo.diff_rewrites, reuse=opts.depgpo.reuse)
-    cr = assign_credit(deps, opts.depgpo)
+    """Keep or drop, per step of ``traj``, from its analysis under ``opts.depgpo``; ``facts``:
+    other facts of it to decide from (None: its own, ``facts_from_trajectory(traj)``)."""
+    res = analysis_of(traj, opts.depgpo) if facts is None else analyse(facts, opts.depgpo)
+    facts, deps, cr = res.facts, res.graph, res.credit
+    assert facts is not None
     cmds = facts.commands
     n = len(cmds)
     out: list[StepDecision] = []

@@ -249,6 +249,7 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                 solution: str | None = None) -> list[TaskCheck]:
     """Check every task under ``paths``; returns one :class:`TaskCheck` per task folder.
     ``solution``: ``replay:FILE`` replays FILE in every task instead of its oracle."""
+    from ..depgpo.trial_hook import default_hooks
     from ..harness.run import RunConfig, run
     from ..sandbox import ImageMap, docker_client, ensure_base_image
 
@@ -302,7 +303,8 @@ def check_tasks(paths: Iterable[str | Path], *, concurrency: int = 2, out: Path 
                 folder = out / f"{label if agent == solver else agent}-{instance}"
                 cfg = RunConfig(tasks=[c.task for c in todo], agent=agent,
                                 concurrency=concurrency, out=folder,
-                                image_map=image_map, instance=instance)
+                                image_map=image_map, instance=instance,
+                                hooks=default_hooks())
                 summary = run(cfg, console if verbose else quiet)
                 for trial in summary["trials"]:
                     check = by_name[trial["task"]]

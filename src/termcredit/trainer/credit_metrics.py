@@ -5,7 +5,8 @@ many episodes infrastructure failures took.
 Keys (all under ``credit/``; shares of the group's episodes unless said otherwise):
 
 * ``infra_rate``: infrastructure failures (``harness.infra.is_infra``) over all episodes;
-* over the other episodes, DepGPO's step weights (``depgpo_step_weights``, summarised by
+* over the other episodes, DepGPO's step weights (each trajectory's one analysis,
+  ``depgpo.analysis.analysis_of``, which the DepGPO estimator already made; summarised by
   ``estimators.depgpo.summarize_weights``, as the DepGPO estimator's own stats are):
   ``zero_credit_step_frac`` (traced steps with credit 0 over traced steps),
   ``fallback_rate`` and ``fallback/<reason>`` ("none": DepGPO's weights were used);
@@ -20,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..depgpo import DepGPOConfig, StepWeights, depgpo_step_weights
-from ..depgpo.load import facts_from_trajectory
+from ..depgpo import DepGPOConfig
+from ..depgpo.analysis import analysis_of
 from ..estimators import reward_of
 from ..estimators.depgpo import DepGPO, summarize_weights
 from ..harness.infra import is_infra
@@ -34,23 +35,19 @@ def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs)
 
 
-def credit_metrics(trajs: Sequence[Trajectory], cfg: DepGPOConfig | None = None,
-                   known: Sequence[tuple[Trajectory, StepWeights]] = ()) -> dict[str, float]:
+def credit_metrics(trajs: Sequence[Trajectory], cfg: DepGPOConfig | None = None
+                   ) -> dict[str, float]:
     """The ``credit/…`` metrics of one update's episodes (see the module docstring).
 
-    ``cfg``: DepGPO's settings (default ``DepGPOConfig()``); ``known``: (trajectory, weights)
-    already computed with that ``cfg`` (the DepGPO estimator's ``weights``), reused for the
-    very same trajectory objects instead of being computed again."""
+    ``cfg``: DepGPO's settings (default ``DepGPOConfig()``); a trajectory already analysed
+    with them (by the estimator, or its episode's ``graph.json`` hook) is not analysed again."""
     if not trajs:
         return {}
     cfg = cfg or DepGPOConfig()
-    # ``known`` holds its trajectories alive, so none of their ids belongs to another object
-    reuse = {id(t): sw for t, sw in known}
     ok = [t for t in trajs if not is_infra(t)]
     out = {f"{PREFIX}infra_rate": (len(trajs) - len(ok)) / len(trajs)}
     if ok:
-        weights = [reuse.get(id(t)) or depgpo_step_weights(facts_from_trajectory(t), cfg)
-                   for t in ok]
+        weights = [analysis_of(t, cfg).weights for t in ok]
         out.update({PREFIX + k: v for k, v in summarize_weights(weights).items()})
     wins = [t for t in ok if reward_of(t) >= 1.0]
     if wins:
@@ -71,11 +68,8 @@ def depgpo_part(estimator: Any) -> DepGPO | None:
 
 def credit_metrics_for(trajs: Sequence[Trajectory], estimator: Any) -> dict[str, float]:
     """``credit_metrics`` as the trainer calls it after the estimator ran on the update's
-    groups: with a DepGPO estimator, its settings and the weights it gave these trajectories
-    (computed only for those it did not weigh: infra failures, masked ones, skipped groups);
-    otherwise DepGPO's defaults, all computed from the traces."""
+    groups: with a DepGPO estimator, its settings (the trajectories it weighed keep their
+    analysis; only those it did not weigh are analysed: infra failures, masked ones, skipped
+    groups); otherwise DepGPO's defaults."""
     dep = depgpo_part(estimator)
-    if dep is None:
-        return credit_metrics(trajs)
-    known = [(t, sw) for t in trajs if (sw := dep.weights_of(t)) is not None]
-    return credit_metrics(trajs, dep.cfg, known)
+    return credit_metrics(trajs, dep.cfg if dep is not None else None)

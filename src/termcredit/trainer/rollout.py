@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ..harness.actions import SYSTEM_PROMPT
 from ..harness.episode import Episode, task_spec
+from ..harness.hooks import NO_HOOKS, Hooks
 from ..harness.textenv import TextEnv
 from ..records import TokenLayout, Trajectory
 from ..sandbox import SandboxPool
@@ -78,23 +79,24 @@ def rollout_group(policy: Any, layout: Any, task: Task, image: str, pool: Sandbo
                   group_size: int, out_dir: Path, cfg: RolloutConfig, *, instance: int = 0,
                   policy_version: int = 0, seed: int | None = None,
                   before_finish: Callable[[list[Trajectory]], None] | None = None,
-                  ) -> list[Trajectory]:
+                  hooks: Hooks = NO_HOOKS) -> list[Trajectory]:
     """``group_size`` episodes of one task from one initial state (``out_dir/g<k>``)."""
     jobs = [Job(task, image, instance, out_dir / f"g{k}") for k in range(group_size)]
     return rollout_episodes(policy, layout, jobs, pool, cfg, policy_version=policy_version,
-                            seed=seed, before_finish=before_finish)
+                            seed=seed, before_finish=before_finish, hooks=hooks)
 
 
 def rollout_episodes(policy: Any, layout: Any, jobs: list[Job], pool: SandboxPool,
                      cfg: RolloutConfig, *, policy_version: int = 0, seed: int | None = None,
                      before_finish: Callable[[list[Trajectory]], None] | None = None,
-                     ) -> list[Trajectory]:
+                     hooks: Hooks = NO_HOOKS) -> list[Trajectory]:
     """Run the jobs' episodes together (several groups, several tasks: one generation call
     per turn for all live episodes, which costs little more than one for a single group);
     returns their trajectories in the jobs' order (verified, files on disk). ``before_finish``
     sees the trajectories once the turns are over, before verification and before anything is
     written (e.g. the trainer's teacher scoring), so each trajectory is written once,
-    complete."""
+    complete. ``hooks``: the trainer's (``depgpo.trial_hook.default_hooks``), passed to each
+    episode."""
     specs = [task_spec(j.task, j.image) for j in jobs]
     pool.plan(specs)
     t_env = time.monotonic()
@@ -103,7 +105,7 @@ def rollout_episodes(policy: Any, layout: Any, jobs: list[Job], pool: SandboxPoo
     for job, spec in zip(jobs, specs):
         ep = Episode(job.task, pool, spec, job.out, agent=str(policy), instance=job.instance,
                      command_timeout=cfg.command_timeout,
-                     info={"policy_version": policy_version})
+                     info={"policy_version": policy_version}, hooks=hooks)
         env = TextEnv(ep, obs_chars=cfg.obs_chars)
         if job.task.instruction not in prompts:
             prompts[job.task.instruction] = layout.prompt_ids(cfg.system_prompt,

@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from .. import estimators
-from ..depgpo import trial_hook  # noqa: F401  registers graph.json for every rollout
+from ..depgpo.trial_hook import default_hooks
 from ..harness.infra import is_infra
 from ..estimators.group import is_zero_advantage, rewards_tied
 from ..jsonl import append_jsonl, read_jsonl, write_jsonl
@@ -222,7 +222,7 @@ class Trainer:
         return rollout_episodes(self.policy, self.layout, jobs, self.pool, rcfg,
                                 policy_version=step,
                                 seed=self.cfg.seed * 100003 + step + seed_offset,
-                                before_finish=before_finish)
+                                before_finish=before_finish, hooks=default_hooks())
 
     def prepare(self, group: list[Trajectory]) -> None:
         """What the loss and the estimator need beyond the rollout, added to each trajectory

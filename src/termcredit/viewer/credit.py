@@ -3,7 +3,8 @@ for a fallback to unit weights, and the dependency graph.
 
 The graph comes from the trial's ``graph.json`` (the end-of-trial hook writes the annotated
 graph: command nodes carry their step, credit, classes and the step's weight) when it is there
-and matches the trajectory's commands; otherwise the trajectory in memory is analysed once.
+and matches the trajectory's commands; otherwise from the trajectory's one analysis
+(``depgpo.analysis.analysis_of``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from typing import Any
 
 import networkx as nx
 
-from ..depgpo import analyse
 from ..depgpo.advantage import step_weights
+from ..depgpo.analysis import analysis_of
 from ..depgpo.graph import from_json
-from ..depgpo.load import facts_from_trajectory
 from ..records import Trajectory
 from ..trialdir import TrialPaths
 
@@ -79,7 +79,7 @@ def trial_credit(traj: Trajectory) -> TrialCredit:
             rows, fallback = _from_graph(graph)
             source = "graph.json"
         else:
-            res = analyse(facts_from_trajectory(traj))
+            res = analysis_of(traj)
             sw = res.weights
             rows = {s: {"step": s, "credit": c, "weight": w, "classes": list(cl)}
                     for s, c, w, cl in zip(sw.steps, sw.credit, sw.w, sw.classes)}

@@ -14,6 +14,7 @@ import hashlib
 from termcredit.depgpo import DepGPOConfig, depgpo_step_weights
 from termcredit.depgpo.live import KEY, LiveDependencies, deps_for
 from termcredit.depgpo.load import facts_from_trajectory
+from termcredit.depgpo.trial_hook import default_hooks
 from termcredit.estimators import build
 from termcredit.harness.hooks import run_step_hooks
 from termcredit.records import CommandRecord, FileState, Step, TraceCwd, Trajectory, VerifierReport
@@ -40,7 +41,7 @@ def _episode_as_it_runs() -> Trajectory:
                                   written={"/w/out": "hi\n"}),
                              _rec(3, "cat /w/notes", read={"/w/notes"}, written={})]):
         traj.steps.append(Step(index=i, action=rec.command, command=rec))
-        run_step_hooks(traj)
+        run_step_hooks(default_hooks(), traj)
     traj.verifier = VerifierReport(reward=1.0, resources=["/w/out"])
     return traj
 
