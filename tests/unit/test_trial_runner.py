@@ -12,6 +12,7 @@ import pytest
 from termcredit.cli import build_parser
 from termcredit.harness import runner as runner_mod
 from termcredit.harness.backend import BackendSettings
+from termcredit.harness.hooks import Hooks
 from termcredit.harness.runner import RunnerSettings, TrialRunner
 from termcredit.records import TrialResult
 
@@ -75,15 +76,17 @@ def test_a_trial_gets_the_runners_settings(made, monkeypatch, tmp_path):
         return TrialResult(task=t.name, reward=1.0, trial_dir=str(trial_dir))
 
     monkeypatch.setattr(runner_mod, "run_trial", run_trial)
+    hooks = Hooks(step=(("s", lambda traj: None),))
     settings = RunnerSettings(BackendSettings("local"), concurrency=1, command_timeout=7.0,
-                              network="net")
+                              network="net", hooks=hooks)
     with TrialRunner(settings, "r-2") as r:
         r.plan([r.spec(task("a"))])
         fut = r.submit(task("a"), "AGENT", tmp_path / "t0", attempt=2, instance=4)
         assert fut.result().reward == 1.0
         assert made[0].pool.planned == [("spec", "a", "img/a:0", "net")]
     assert calls == [("a", "AGENT", ("spec", "a", "img/a:0", "net"), Path(tmp_path / "t0"),
-                      {"attempt": 2, "command_timeout": 7.0, "instance": 4, "network": "net"})]
+                      {"attempt": 2, "command_timeout": 7.0, "instance": 4, "network": "net",
+                       "hooks": hooks})]
 
 
 @pytest.mark.parametrize("verb", [["refine", "runs/x"], ["credit-audit", "tasks/hello-world"]])
