@@ -26,6 +26,7 @@ from datasets import Dataset
 from trl import GRPOTrainer
 
 from .. import estimators
+from ..harness.infra import is_infra
 from ..records import Trajectory
 from ..tasks import Task
 from ..trainer.actions import SYSTEM_PROMPT
@@ -93,6 +94,9 @@ class TermcreditRollout:
                 list(threads.map(lambda r: _turn(layout, *r), replies))
             outcomes = list(threads.map(lambda eb: eb[0].finish(eb[1].layout),
                                         zip(eps, builders)))
+        for b, n in zip(builders, n_prompt):
+            if len(b.token_ids) == n:  # no sandbox, no reply: TRL needs a token (no loss on it)
+                b.add_observation([layout.end_id])
         self.last = [o.trajectory for o in outcomes]
         self.last_prompt_lens = n_prompt
         lays = [b.layout for b in builders]
@@ -121,15 +125,20 @@ def completion_advantages(trajs: Sequence[Trajectory], estimator: Any, group_siz
                           prompt_lens: Sequence[int], width: int) -> torch.Tensor:
     """The estimator's per-token advantages of each group of ``group_size`` consecutive rows,
     cut to the completion (after each row's prompt) and right-padded with 0 to ``width``:
-    TRL's [B, T] advantage."""
+    TRL's [B, T] advantage. As in termcredit's trainer, an infrastructure failure is no part
+    of its group's baseline and gets 0, and so does a group that keeps fewer than two."""
     if len(trajs) % group_size:
         raise ValueError(f"{len(trajs)} rows are not whole groups of {group_size}")
     out = torch.zeros(len(trajs), width)
     for g in range(0, len(trajs), group_size):
-        res = estimator(list(trajs[g:g + group_size]))
-        for k, adv in enumerate(res.advantages):
-            tail = adv[prompt_lens[g + k]:]
-            out[g + k, :len(tail)] = torch.tensor(tail[:width], dtype=out.dtype)
+        rows = list(range(g, g + group_size))
+        kept = [i for i in rows if not is_infra(trajs[i])]
+        if len(kept) < 2 and len(kept) < group_size:
+            continue
+        res = estimator([trajs[i] for i in kept])
+        for i, adv in zip(kept, res.advantages):
+            tail = adv[prompt_lens[i]:]
+            out[i, :len(tail)] = torch.tensor(tail[:width], dtype=out.dtype)
     return out
 
 

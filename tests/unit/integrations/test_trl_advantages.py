@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from termcredit import estimators
+from termcredit.harness.infra import INFRA_ERROR
 from termcredit.integrations.trl import completion_advantages
 from termcredit.records import Step, TokenLayout, Trajectory, VerifierReport
 
@@ -32,3 +33,17 @@ def test_groups_cut_after_the_prompt_and_padded() -> None:
 def test_rows_must_be_whole_groups() -> None:
     with pytest.raises(ValueError, match="whole groups of 2"):
         completion_advantages([row(1.0, 1, 1, 0)] * 3, estimators.build("grpo"), 2, [1] * 3, 4)
+
+
+def test_an_infrastructure_failure_is_out_of_the_baseline() -> None:
+    # group: R = 1, 0 and a row whose sandbox failed (reward 0 but infra): without it
+    # Â = ±0.5 / (0.5 + 1e-6) as for two rows; the failed row gets 0
+    broken = row(0.0, 1, 1, 0)
+    broken.termination = INFRA_ERROR
+    trajs = [row(1.0, 1, 1, 0), row(0.0, 1, 1, 0), broken]
+    adv = completion_advantages(trajs, estimators.build("grpo"), 3, [1, 1, 1], width=1)
+    a = 0.5 / (0.5 + 1e-6)
+    assert torch.allclose(adv, torch.tensor([[a], [-a], [0.0]]))
+    # one row left of two: nothing to compare with, all 0
+    lone = completion_advantages([trajs[0], broken], estimators.build("grpo"), 2, [1, 1], 1)
+    assert not lone.any()
