@@ -32,7 +32,7 @@ from ..tasks import Task
 from ..trainer.actions import SYSTEM_PROMPT
 from ..trainer.chat import ChatLayout, LayoutBuilder
 from ..trainer.policy import Policy, Sample
-from .base import HarnessEnvs, HarnessEpisode
+from .base import HarnessEnvs, HarnessEpisode, Outcome
 
 # (prompts as token-id lists, max_new_tokens, temperature) -> one Sample per prompt
 Sampler = Callable[[list[list[int]], int, float], list[Sample]]
@@ -79,21 +79,15 @@ class TermcreditRollout:
         self.calls += 1
         eps = [self.envs.open(self.by_prompt[_text(p)], batch / f"row{k}")
                for k, p in enumerate(prompts)]
-        with ThreadPoolExecutor(max_workers=min(8, len(eps)) or 1) as threads:
-            firsts = list(threads.map(lambda e: e.start(), eps))
-            builders = [LayoutBuilder(layout.prompt_ids(self.system_prompt, f)) for f in firsts]
-            n_prompt = [len(b.token_ids) for b in builders]
-            while True:
-                live = [(e, b) for e, b in zip(eps, builders) if not e.done]
-                if not live:
-                    break
-                samples = sample([b.token_ids for _e, b in live], self.max_new_tokens,
-                                 self.temperature)
-                replies = [(e, b, s, trainer.processing_class.decode(
-                    s.token_ids, skip_special_tokens=True)) for (e, b), s in zip(live, samples)]
-                list(threads.map(lambda r: _turn(layout, *r), replies))
-            outcomes = list(threads.map(lambda eb: eb[0].finish(eb[1].layout),
-                                        zip(eps, builders)))
+        try:
+            builders, outcomes = self._play(eps, sample, layout, trainer.processing_class)
+        except BaseException:  # interrupted or crashed: keep the steps, free the sandboxes
+            for e in eps:
+                e.episode.abandon()
+            raise
+        # the first reply starts right after the prompt (no reply: all of it is the prompt)
+        n_prompt = [b.layout.step_spans[0][0] if b.layout.step_spans else len(b.token_ids)
+                    for b in builders]
         for b, n in zip(builders, n_prompt):
             if len(b.token_ids) == n:  # no sandbox, no reply: TRL needs a token (no loss on it)
                 b.add_observation([layout.end_id])
@@ -105,6 +99,22 @@ class TermcreditRollout:
                 "logprobs": [lay.logprobs[n:] for lay, n in zip(lays, n_prompt)],
                 "env_mask": [lay.loss_mask[n:] for lay, n in zip(lays, n_prompt)],
                 "reward": [o.reward for o in outcomes]}
+
+    def _play(self, eps: list[HarnessEpisode], sample: Sampler, layout: ChatLayout,
+              tokenizer: Any) -> tuple[list[LayoutBuilder], list[Outcome]]:
+        """The episodes' turns, one generation call each for the live ones, then finished."""
+        with ThreadPoolExecutor(max_workers=min(8, len(eps)) or 1) as threads:
+            firsts = list(threads.map(lambda e: e.start(), eps))
+            builders = [LayoutBuilder(layout.prompt_ids(self.system_prompt, f)) for f in firsts]
+            while live := [(e, b) for e, b in zip(eps, builders) if not e.done]:
+                samples = sample([b.token_ids for _e, b in live], self.max_new_tokens,
+                                 self.temperature)
+                replies = [(e, b, s, tokenizer.decode(s.token_ids, skip_special_tokens=True))
+                           for (e, b), s in zip(live, samples)]
+                list(threads.map(lambda r: _turn(layout, *r), replies))
+            outcomes = list(threads.map(lambda eb: eb[0].finish(eb[1].layout),
+                                        zip(eps, builders)))
+        return builders, outcomes
 
 
 def _text(prompt: Any) -> str:
