@@ -81,7 +81,7 @@ def test_the_bottom_layers_import_nothing_above_them():
 
 # bottom to top, as the README's source layout lists them: each imports only units before it
 LAYERS = ["tracer", "rawtext", "shellsyntax", "jsonl", "records", "trialdir", "show", "sandbox", "tasks", "harness", "depgpo",
-          "estimators", "trainer", "llm", "serve", "tasktools", "refine", "bench", "viewer", "cli"]
+          "estimators", "trainer", "integrations", "llm", "serve", "tasktools", "refine", "bench", "viewer", "cli"]
 
 
 def test_each_unit_imports_only_the_layers_below_it():
