@@ -75,7 +75,7 @@ def test_the_bottom_layers_import_nothing_above_them():
     assert set(g.successors("rawtext")) == set(), "how untrusted bytes are kept: imports nothing"
     assert set(g.successors("jsonl")) == {"rawtext"}, "JSON lines: rawtext's JSON, nothing else"
     assert set(g.successors("records")) <= {"tracer", "rawtext"}
-    assert "depgpo" not in nx.descendants(g, "harness"), "graph.json is a hook DepGPO registers"
+    assert "depgpo" not in nx.descendants(g, "harness"), "graph.json is a hook the application passes to Episode"
     assert "harness" not in nx.descendants(g, "tasks"), "the task model knows no harness"
 
 
