@@ -26,6 +26,7 @@ from .ebpf_program import STRLEN, numbering, program
 TRACEFS = "/sys/kernel/tracing"
 PROBE = "syscalls/sys_enter_openat"
 PERF_PAGES = 4096
+MAP_KEYS = 8192  # live traced tasks: above a sandbox's pids limit (1024); maps are preallocated
 START_TIMEOUT_S = 120.0  # bpftrace compiles ~100 programs first: tens of seconds on 2 CPUs
 
 
@@ -76,18 +77,17 @@ class EbpfTracer:
         why = available()
         if why is not None:
             raise RuntimeError(why)
-        # the root's state before tracing: what strace's -y would read from /proc
+        # the root's cwd before tracing: what strace's -y would read from /proc
         self.cwd = _readlink(f"/proc/{self.root_pid}/cwd")
-        fd_dir = f"/proc/{self.root_pid}/fd"
-        self.fds = {int(fd): p for fd in os.listdir(fd_dir)
-                    if (p := _readlink(f"{fd_dir}/{fd}")) is not None and p.startswith(b"/")}
         self.epoch_ns = time.time_ns() - time.monotonic_ns()  # bpftrace's nsecs: CLOCK_MONOTONIC
         with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
             f.write(program(self.root_pid, self.nonce, self.role))
             self._prog = f.name
         # 16 MiB of perf buffer per CPU: bpftrace's default (64 pages) loses records in
-        # bursts (a shell start-up's ld.so opens); losses are still counted and flagged
-        env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN), BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES))
+        # bursts (a shell start-up's ld.so opens); losses are still counted and flagged.
+        # More map keys than the default 4096: a map holds one entry per live traced task
+        env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN), BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES),
+                   BPFTRACE_MAP_KEYS_MAX=str(MAP_KEYS))
         self.proc = subprocess.Popen(["bpftrace", "-q", self._prog], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, start_new_session=True)
         self._readers = [threading.Thread(target=_drain, args=(s, b), daemon=True)
@@ -122,7 +122,7 @@ class EbpfTracer:
 
     def convert(self, records: Records) -> EbpfResult:
         conv = Converter(self.numbering, self.root_pid, getattr(self, "cwd", None),
-                         getattr(self, "fds", {}), getattr(self, "epoch_ns", 0))
+                         getattr(self, "epoch_ns", 0))
         lines = conv.convert(records)
         return EbpfResult(lines, records.lost, len(records.stray), conv.unpaired)
 
