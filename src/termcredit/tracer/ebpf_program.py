@@ -32,8 +32,8 @@ no file name can forge, split or end a record.
     <N>R t<N>Z                        every probe is attached (printed by BEGIN)
 
 Strings are read ``CHUNK`` bytes at a time (bpftrace 0.17 keeps strings on the 512-byte BPF
-stack): chunk k+1 is printed while byte k*CHUNK-1 is not NUL; chunks after the first short
-one are not part of the string (the reader stops there).
+stack): chunk k+1 is printed while chunk k is full; chunks after the first short one are not
+part of the string (the reader stops there).
 """
 
 from __future__ import annotations
@@ -166,7 +166,10 @@ def _str_read(nonce: str, probe: str, i: int, ptr: str, t: str, first: int = 0,
         f"  $t = {t}; $p = (uint64){ptr};\n{head}"
         f"  $k = (uint64)1;\n"
         f"  while ($k < {MAX_CHUNKS}) {{\n"
-        f'    if (str($p + $k * {CHUNK} - 1, 2) == "") {{ break; }}\n'
+        # chunk k exists when chunk k-1 is full: read with one byte less it is shorter. (The
+        # byte at k*CHUNK-1 alone says nothing: past the string's NUL it is stale memory.)
+        f"    $q = $p + ($k - 1) * {CHUNK};\n"
+        f"    if (str($q, {CHUNK + 1}) == str($q, {CHUNK})) {{ break; }}\n"
         f'    printf("{nonce}S %llu %d {i} %d %s{nonce}Z\\n", $t, tid, $k, str($p + $k * {CHUNK}));\n'
         f"    $k++;\n"
         f"  }}\n}}\n"
