@@ -10,6 +10,7 @@ both traces. Runs where bpftrace can (root, tracefs); skipped with the reason el
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -100,6 +101,9 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             tracer = EbpfTracer(proc.pid)
             try:
                 tracer.start()
+                # bpftrace runs idle once attached: its wakeups never preempt the traced work
+                assert tracer.proc is not None
+                assert os.sched_getscheduler(tracer.proc.pid) == os.SCHED_IDLE
             finally:
                 proc.communicate(script.encode(), timeout=300)
             result = tracer.stop()
