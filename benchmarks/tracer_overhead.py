@@ -12,7 +12,14 @@ many there are), the product's flags writing to /dev/null (stops + formatting, n
 shim), and the same without ``-y`` (what resolving fds to paths costs). Each is a ratio to
 untraced, so the product's ratio splits into stops, formatting, ``-y`` and the rest.
 
+``--backends strace,ebpf`` times both tracers in the same run and container, alternating with
+the untraced run: ``strace`` is the product's shell, ``ebpf`` a persistent bash traced from the
+host by the eBPF backend (``ebpf_shell.py``; needs root and bpftrace). One RESULT line per
+backend: ``RESULT backend=<name> geo_mean=<x> worst=<y>``, and for ebpf the events lost and the
+time to turn the records into strace lines.
+
 Usage: .venv/bin/python benchmarks/tracer_overhead.py [--repeats 5] [--cpus 2] [--profile]
+       [--backends strace,ebpf]
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import argparse
 import math
 import statistics
 import time
+from collections.abc import Callable
 
 from termcredit.sandbox import Sandbox, SandboxSpec, docker_client, ensure_base_image
 from termcredit.tracer.protocol import STRACE_FLAGS, traced_syscalls
@@ -75,8 +83,12 @@ def timed(workload: str) -> str:
 
 
 def elapsed(stdout: str) -> float:
-    start, end = stdout.strip().splitlines()[-1].split()
-    return float(end) - float(start)
+    """The timing line: the last one of two numbers (a workload may print warnings after it)."""
+    for line in reversed(stdout.strip().splitlines()):
+        parts = line.split()
+        if len(parts) == 2 and all(p.replace(".", "", 1).isdigit() for p in parts):
+            return float(parts[1]) - float(parts[0])
+    raise ValueError(f"no timing line in {stdout[-500:]!r}")
 
 
 def exec_timed(sb: Sandbox, workload: str, strace: list[str] | None = None) -> tuple[float, str]:
@@ -109,33 +121,59 @@ def main() -> None:
     ap.add_argument("--cpus", type=float, default=2.0)
     ap.add_argument("--profile", action="store_true",
                     help="also time strace by hand on each workload (where the time goes)")
+    ap.add_argument("--backends", default="strace",
+                    help="comma-separated tracers to time side by side: strace, ebpf")
+    ap.add_argument("--only", default="", help="run only the workloads whose name has this")
     args = ap.parse_args()
+    backends = args.backends.split(",")
     client = docker_client()
     sb = Sandbox(client, SandboxSpec(image=ensure_base_image(client), cpus=args.cpus,
                                      memory_mb=2048), f"bench-tracer-{int(time.time())}")
-    ratios = {}
+    ratios: dict[str, dict[str, float]] = {b: {} for b in backends}
+    eshell = None
     try:
         sb.run(SETUP, timeout=120)
+        if "ebpf" in backends:
+            from ebpf_shell import EbpfShell
+
+            eshell = EbpfShell(sb.container.id)
+        runners: dict[str, Callable[[str], str]] = {
+            "strace": lambda script: sb.run(script, timeout=300).stdout,
+            "ebpf": lambda script: eshell.run(script),  # type: ignore[union-attr]
+        }
         for name, work in WORKLOADS.items():
-            traced, plain = [], []
-            sb.run(work, timeout=300)  # warm the page cache for both
+            if args.only not in name:
+                continue
+            times: dict[str, list[float]] = {b: [] for b in [*backends, "untraced"]}
+            sb.run(work, timeout=300)  # warm the page cache for all
             for _ in range(args.repeats):
-                rec = sb.run(timed(work), timeout=300)
-                assert rec.exit_code == 0, rec.stderr
-                traced.append(elapsed(rec.stdout))
+                for b in backends:
+                    times[b].append(elapsed(runners[b](timed(work))))
                 res = sb.container.exec_run(["bash", "-c", timed(work)])
                 assert res.exit_code == 0, res.output
-                plain.append(elapsed(res.output.decode()))
-            t, p = statistics.median(traced), statistics.median(plain)
-            ratios[name] = t / p
-            print(f"{name:22s} untraced {p * 1000:8.1f} ms  traced {t * 1000:8.1f} ms  "
-                  f"ratio {t / p:5.2f}x", flush=True)
+                times["untraced"].append(elapsed(res.output.decode()))
+            p = statistics.median(times["untraced"])
+            cols = []
+            for b in backends:
+                t = statistics.median(times[b])
+                ratios[b][name] = t / p
+                cols.append(f"{b} {t * 1000:8.1f} ms {t / p:5.2f}x")
+            print(f"{name:22s} untraced {p * 1000:8.1f} ms  " + "  ".join(cols), flush=True)
             if args.profile:
                 profile(sb, name, work, p, args.repeats)
     finally:
+        if eshell is not None:
+            started = time.perf_counter()
+            result = eshell.close()
+            print(f"ebpf: {len(result.lines)} lines, lost {result.lost} events, unpaired "
+                  f"{result.unpaired}, stray {result.stray}, stop+convert "
+                  f"{time.perf_counter() - started:.2f} s", flush=True)
         sb.remove()
-    geo = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
-    print(f"RESULT geo_mean={geo:.2f} worst={max(ratios.values()):.2f}")
+    for b in backends:
+        r = ratios[b]
+        geo = math.exp(sum(math.log(x) for x in r.values()) / len(r))
+        label = f"backend={b} " if len(backends) > 1 else ""
+        print(f"RESULT {label}geo_mean={geo:.2f} worst={max(r.values()):.2f}")
 
 
 def profile(sb: Sandbox, name: str, work: str, plain: float, repeats: int) -> None:

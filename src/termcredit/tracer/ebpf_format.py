@@ -2,9 +2,10 @@
 
 So the parser, the markers, the segments and every consumer stay one code path for both
 backends. What strace's ``-y`` reads from ``/proc`` at each call is kept here instead: a cwd
-per process (shared under CLONE_FS) and an fd table (shared under CLONE_FILES), fed by the
-traced calls and by close/dup*/fcntl/close_range, which the program traces for this alone.
-Paths are joined lexically (strace's annotations come from the kernel and resolve symlinks;
+per process (shared under CLONE_FS), and a map from an open file (the kernel's ``struct file``
+and its dentry, which the program sends for each fd argument and each opened fd) to the path
+it was opened by: dups, forks and close need no tracing (a dup shares its file, a closed
+file's fd no longer names it). Paths are joined lexically (strace's annotations come from the kernel and resolve symlinks;
 see ``Converter`` for where that differs).
 """
 
@@ -16,16 +17,11 @@ import re
 import signal as _signal
 from dataclasses import dataclass, field
 
-from .ebpf_program import CHUNK, FCNTL_CMDS, SYSCALLS, Numbering
+from .ebpf_program import CHUNK, SYSCALLS, Numbering, record_size
 
 AT_FDCWD = -100
-O_CLOEXEC = 0o2000000
 O_TMPFILE_BIT = 0x400000
 CLONE_FS = 0x200
-CLONE_FILES = 0x400
-CLOSE_RANGE_UNSHARE = 2
-CLOSE_RANGE_CLOEXEC = 4
-F_DUPFD, F_SETFD, F_DUPFD_CLOEXEC = FCNTL_CMDS
 _LOST = re.compile(rb"\s*Lost ([0-9]{1,19}) events\s*")
 
 
@@ -40,8 +36,8 @@ class Records:
 
 
 def split_records(data: bytes, nonce: str) -> Records:
-    """Cut bpftrace's output into records. Only the nonce frames a record, and only string
-    chunks (S) carry agent bytes, after their numeric fields."""
+    """Cut bpftrace's output into records. Only the nonce frames a record, and only strings
+    (S chunks, a C record's text) carry agent bytes, after their numeric fields."""
     n = nonce.encode()
     out = Records()
     end = n + b"Z\n"
@@ -68,6 +64,12 @@ def split_records(data: bytes, nonce: str) -> Records:
             parts = body[1:].split(b" ", 4)  # after the space that follows the kind
             if len(parts) == 5:
                 out.items.append((kind, parts[:4], parts[4]))
+            continue
+        if kind == b"C":  # n, then n numbers, then the call's first string (spaces and all)
+            count, _, rest = body[1:].partition(b" ")
+            if count.isdigit():
+                parts = rest.split(b" ", int(count))
+                out.items.append((kind, parts[: int(count)], b"".join(parts[int(count):])))
             continue
         if kind == b"R":
             out.ready = True
@@ -110,7 +112,9 @@ class Cell:
 @dataclass
 class Task:
     cwd: Cell  # bytes path or None (unknown)
-    fds: Cell  # dict fd -> (path bytes or None, cloexec)
+
+
+FileKey = tuple[int, int]  # the kernel's struct file and its dentry (0, 0: no open file)
 
 
 @dataclass
@@ -119,6 +123,9 @@ class Enter:
     t: int
     nr: int
     nums: list[int]
+    files: dict[int, FileKey] = field(default_factory=dict)  # fd argument -> its open file
+    opened: FileKey = (0, 0)  # an open's result
+    ret: int = 0  # a C record's result (exec and clone get theirs from an X record)
     strings: dict[int, dict[int, bytes]] = field(default_factory=dict)  # arg -> chunk -> bytes
 
     def string(self, i: int) -> bytes | None:
@@ -139,19 +146,36 @@ class Enter:
 class Converter:
     """Replays records in time order and prints one strace line per finished traced call.
 
-    Known difference from strace: a returned fd's annotation is the lexically joined path,
-    where strace shows the kernel's (symlinks resolved)."""
+    Known differences from strace: a returned fd's annotation is the lexically joined path,
+    where strace shows the kernel's (symlinks resolved); an fd the traced tasks had before
+    tracing began, or made by an untraced call (a pipe, a socket), has no annotation."""
 
     def __init__(self, numbering: Numbering, root: int, cwd: bytes | None,
-                 fds: dict[int, bytes] | None = None, epoch_ns: int = 0) -> None:
+                 epoch_ns: int = 0) -> None:
         self.names = numbering.names
         self.epoch_ns = epoch_ns  # wall clock minus the kernel's monotonic clock
-        self.tasks: dict[int, Task] = {
-            root: Task(Cell(cwd), Cell({fd: (p, False) for fd, p in (fds or {}).items()}))}
+        self.tasks: dict[int, Task] = {root: Task(Cell(cwd))}
+        self.files: dict[FileKey, bytes | None] = {}  # open file -> the path it was opened by
         self.pending: dict[int, Enter] = {}
         self.unpaired = 0  # exits without their entry (a lost record)
 
     # ------------------------------------------------------------------ input
+    def _call(self, vals: list[int], text: bytes) -> Enter | None:
+        """A C record: the whole call (entry time, tid, nr, ret, arguments, files, string)."""
+        nr = vals[2]
+        if not 0 <= nr < len(self.names) or len(vals) != record_size(self.names[nr]):
+            return None
+        spec = SYSCALLS[self.names[nr]]
+        e = Enter(vals[1], vals[0], nr, vals[4 : 4 + len(spec)])
+        e.files = _fd_files(spec, vals[4 + len(spec):])
+        if self.names[nr] in ("open", "openat", "openat2", "creat"):
+            e.opened = (vals[-2], vals[-1])
+        strs = [i for i, (_, kind) in enumerate(spec) if kind == "str"]
+        if strs:
+            e.strings[strs[0]] = {0: text}
+        e.ret = vals[3]
+        return e
+
     def convert(self, records: Records) -> list[str]:
         enters: dict[tuple[int, int], Enter] = {}
         chunks: list[list[int | bytes]] = []  # strings are read at the exit: maybe on another CPU
@@ -161,8 +185,15 @@ class Converter:
                 vals = [int(x) for x in nums]
             except ValueError:
                 continue
-            if kind == b"E" and len(vals) >= 3:
-                e = Enter(vals[1], vals[0], vals[2], vals[3:])
+            if kind == b"C" and len(vals) >= 4:
+                call = self._call(vals, text)
+                if call is not None:
+                    enters[(call.tid, call.t)] = call
+                    timeline.append((call.t, i, (kind, call)))
+            elif kind == b"E" and len(vals) >= 3 and 0 <= vals[2] < len(self.names):
+                spec = SYSCALLS[self.names[vals[2]]]
+                e = Enter(vals[1], vals[0], vals[2], vals[3 : 3 + len(spec)])
+                e.files = _fd_files(spec, vals[3 + len(spec):])
                 enters[(e.tid, e.t)] = e
                 timeline.append((e.t, i, e))
             elif kind == b"S" and len(vals) == 4:
@@ -180,14 +211,17 @@ class Converter:
                 self.pending[item.tid] = item
                 continue
             kind, vals = item  # type: ignore[misc]
-            if kind == b"F":
+            line = None
+            if kind == b"C":
+                line = self._line(vals, vals.ret)
+            elif kind == b"F":
                 self._fork(vals[1], vals[2])
             elif kind == b"Q":
-                lines.append(self._exit(vals[0], vals[1], vals[2]))
+                line = self._exit(vals[0], vals[1], vals[2])
             else:
-                line = self._finish(vals[0], vals[1], vals[2], vals[3])
-                if line is not None:
-                    lines.append(line)
+                line = self._finish(vals[1], vals[2], vals[3])
+            if line is not None:
+                lines.append(line)
         if records.lost:  # not a trace line: the parser counts it as malformed and flags it
             lines.append(f"ebpf: lost {records.lost} events")
         return lines
@@ -196,7 +230,7 @@ class Converter:
     def _task(self, tid: int) -> Task:
         task = self.tasks.get(tid)
         if task is None:  # never forked while traced: nothing known about it
-            task = self.tasks[tid] = Task(Cell(None), Cell({}))
+            task = self.tasks[tid] = Task(Cell(None))
         return task
 
     def _fork(self, parent: int, child: int) -> None:
@@ -205,9 +239,7 @@ class Converter:
         e = self.pending.get(parent)
         if e is not None and self.names[e.nr] in ("clone", "clone3"):
             flags = e.nums[1] if self.names[e.nr] == "clone" else e.nums[0]
-        cwd = p.cwd if flags & CLONE_FS else Cell(p.cwd.value)
-        fds = p.fds if flags & CLONE_FILES else Cell(dict(p.fds.value))  # type: ignore[call-overload]
-        self.tasks[child] = Task(cwd, fds)
+        self.tasks[child] = Task(p.cwd if flags & CLONE_FS else Cell(p.cwd.value))
 
     def _ts(self, t: int) -> str:
         ns = self.epoch_ns + t
@@ -226,101 +258,65 @@ class Converter:
         return f"{tid} {self._ts(t)} +++ exited with {(code >> 8) & 0xFF} +++"
 
     # ------------------------------------------------------------------ one call
-    def _finish(self, t: int, tid: int, nr: int, ret: int) -> str | None:
+    def _finish(self, tid: int, nr: int, ret: int) -> str | None:
+        """An X record (exec, clone): the call entered earlier is done."""
         e = self.pending.pop(tid, None)
         if e is None or e.nr != nr:
             if not (0 <= nr < len(self.names) and self.names[nr] in
                     ("clone", "clone3", "fork", "vfork") and ret == 0):
                 self.unpaired += 1  # a new child's return from clone needs no line
             return None
-        task = self._task(tid)
-        name = self.names[nr]
-        if name not in SYSCALLS:
-            self._fd_call(task, name, e.nums, ret)
-            return None
+        return self._line(e, ret)
+
+    def _line(self, e: Enter, ret: int) -> str:
+        task = self._task(e.tid)
+        name = self.names[e.nr]
         args = self._args(task, name, e)  # before the state changes (a chdir's own cwd)
         ann = ""
         if ret >= 0:
-            ann = self._apply(task, name, e, ret)
+            ann = self._apply(task, name, e)
         result = f"{ret}{ann}"
         if ret < 0:
             code = _errno.errorcode.get(-ret, f"E{-ret}")
             result = f"-1 {code} ({_strerror(-ret)})"
-        return f"{tid} {self._ts(e.t)} {name}({', '.join(args)}) = {result}"
+        return f"{e.tid} {self._ts(e.t)} {name}({', '.join(args)}) = {result}"
 
-    def _fd_call(self, task: Task, name: str, nums: list[int], ret: int) -> None:
-        fds: dict[int, tuple[bytes | None, bool]] = task.fds.value  # type: ignore[assignment]
-        if ret < 0:
-            return
-        if name == "close":
-            fds.pop(nums[0], None)
-        elif name == "close_range":
-            lo, hi, flags = nums[0], nums[1], nums[2]
-            if flags & CLOSE_RANGE_UNSHARE:
-                task.fds = Cell(dict(fds))
-                fds = task.fds.value  # type: ignore[assignment]
-            for fd in [fd for fd in fds if lo <= fd <= hi]:
-                if flags & CLOSE_RANGE_CLOEXEC:
-                    fds[fd] = (fds[fd][0], True)
-                else:
-                    del fds[fd]
-        elif name in ("dup", "dup2", "dup3"):
-            old = fds.get(nums[0])
-            cloexec = name == "dup3" and bool(nums[2] & O_CLOEXEC)
-            if old is None:
-                fds.pop(ret, None)
-            else:
-                fds[ret] = (old[0], cloexec)
-        elif name == "fcntl":
-            fd, cmd, arg = nums
-            if cmd == F_SETFD and fd in fds:
-                fds[fd] = (fds[fd][0], bool(arg & 1))
-            elif cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
-                old = fds.get(fd)
-                if old is None:
-                    fds.pop(ret, None)
-                else:
-                    fds[ret] = (old[0], cmd == F_DUPFD_CLOEXEC)
-
-    def _resolve(self, task: Task, dirfd: int | None, raw: bytes | None) -> bytes | None:
+    def _resolve(self, task: Task, e: Enter, i: int, raw: bytes | None) -> bytes | None:
+        """String argument ``i`` as a path: relative to fd argument ``i - 1`` where the call
+        has one there (the *at calls), else to the cwd."""
         if raw is None:
             return None
         if raw.startswith(b"/"):
             return _norm(raw)
-        if dirfd is not None:
-            dirfd = _s32(dirfd)
-        if dirfd is None or dirfd == AT_FDCWD:
-            base = task.cwd.value
+        kinds = [k for _, k in SYSCALLS[self.names[e.nr]]]
+        if i > 0 and kinds[i - 1] == "fd" and _s32(e.nums[i - 1]) != AT_FDCWD:
+            base = self.files.get(e.files.get(i - 1, (0, 0)))
         else:
-            base = task.fds.value.get(dirfd, (None, False))[0]  # type: ignore[attr-defined]
+            base = task.cwd.value  # type: ignore[assignment]
         if base is None:
             return None
-        return _norm(base + b"/" + raw) if raw else _norm(base)  # type: ignore[operator]
+        return _norm(base + b"/" + raw) if raw else _norm(base)
 
-    def _apply(self, task: Task, name: str, e: Enter, ret: int) -> str:
-        """Effects of a successful call on the cwd and the fd table; the returned fd's
+    def _apply(self, task: Task, name: str, e: Enter) -> str:
+        """Effects of a successful call on the cwd and the open files; the returned fd's
         annotation (opens)."""
-        spec = SYSCALLS[name]
-        kinds = [k for _, k in spec]
+        kinds = [k for _, k in SYSCALLS[name]]
         if name in ("open", "openat", "openat2", "creat"):
             si = kinds.index("str")
-            dirfd = e.nums[0] if kinds[0] == "fd" else None
             if name == "creat":
                 flags = 0x241
             elif name == "openat2":
                 flags = e.nums[2]
             else:
                 flags = e.nums[kinds.index("flags")]
-            path = None if flags & O_TMPFILE_BIT else self._resolve(task, dirfd, e.string(si))
-            task.fds.value[ret] = (path, bool(flags & O_CLOEXEC))  # type: ignore[index]
+            path = None if flags & O_TMPFILE_BIT else self._resolve(task, e, si, e.string(si))
+            if e.opened != (0, 0):
+                self.files[e.opened] = path
             return annotate(path) if path is not None else ""
         if name == "chdir":
-            task.cwd.value = self._resolve(task, None, e.string(0))
+            task.cwd.value = self._resolve(task, e, 0, e.string(0))
         elif name == "fchdir":
-            task.cwd.value = task.fds.value.get(_s32(e.nums[0]), (None, False))[0]  # type: ignore[attr-defined]
-        elif name in ("execve", "execveat"):
-            fds = {fd: v for fd, v in task.fds.value.items() if not v[1]}  # type: ignore[attr-defined]
-            task.fds = Cell(fds)  # exec unshares the table and drops close-on-exec fds
+            task.cwd.value = self.files.get(e.files.get(0, (0, 0)))
         return ""
 
     def _args(self, task: Task, name: str, e: Enter) -> list[str]:
@@ -328,7 +324,7 @@ class Converter:
         for i, (_, kind) in enumerate(SYSCALLS[name]):
             v = e.nums[i] if i < len(e.nums) else 0
             if kind == "fd":
-                out.append(self._fd_text(task, v))
+                out.append(self._fd_text(task, v, e.files.get(i, (0, 0))))
             elif kind == "str":
                 s = e.string(i)
                 out.append("NULL" if v == 0 else f"0x{v & (2**64 - 1):x}" if s is None
@@ -347,9 +343,7 @@ class Converter:
                         break
                     items.append(f'"{quote(s)}"')
                 out.append("[" + ", ".join(items) + "]" if v else "NULL")
-            elif kind == "how":
-                out.append(f"{{flags=0x{v & (2**64 - 1):x}}}")
-            elif kind == "cargs":
+            elif kind in ("how", "cargs"):
                 out.append(f"{{flags=0x{v & (2**64 - 1):x}}}")
             else:
                 out.append(str(v))
@@ -357,15 +351,24 @@ class Converter:
             out = [f"child_stack={out[0]}", f"flags={out[1]}", *out[2:]]
         return out
 
-    def _fd_text(self, task: Task, v: int) -> str:
+    def _fd_text(self, task: Task, v: int, key: FileKey) -> str:
         v = _s32(v)
         if v == AT_FDCWD:
             cwd = task.cwd.value
             return "-100" if cwd is None else "-100" + annotate(cwd)  # type: ignore[arg-type]
-        entry = task.fds.value.get(v)  # type: ignore[attr-defined]
-        if entry is None or entry[0] is None:
-            return str(v)
-        return f"{v}{annotate(entry[0])}"
+        path = self.files.get(key) if key != (0, 0) else None
+        return str(v) if path is None else f"{v}{annotate(path)}"
+
+
+def _fd_files(spec: tuple[tuple[str, str], ...], vals: list[int]) -> dict[int, FileKey]:
+    """The (file, dentry) pairs that follow the arguments, by the fd argument they belong to."""
+    out = {}
+    k = 0
+    for i, (_, kind) in enumerate(spec):
+        if kind == "fd" and k + 1 < len(vals):
+            out[i] = (vals[k], vals[k + 1])
+            k += 2
+    return out
 
 
 def _s32(v: int) -> int:
