@@ -38,9 +38,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from .deps import Dependencies
-from .ownership import REWRITE_MODES, LineRecord
+from .ownership import REWRITE_MODES, FileVersion, LineRecord, Read
 from .stdout_reuse import ReuseConfig
 
 
@@ -101,31 +102,75 @@ def _reach(succ: list[set[int]], start: int) -> dict[int, int]:
     return dist
 
 
+# a labelled dependency: (kind, path or shell name, the later command that used it)
+Label = tuple[str, str, int | None]
+
+
+@dataclass
+class _Flow:
+    """What the walk back from the verifier's resources found (``_seeds``, then ``_spread``)."""
+
+    direct: dict[int, set[LineRecord]]  # writer -> its lines in the final verified files
+    rel_res: set[tuple[int, str]]  # relevant resource writes (command, path, or cwd:/var:NAME)
+    relevant: set[int] = field(default_factory=set)  # commands on a path to the result
+    indirect: dict[int, set[LineRecord]] = field(default_factory=dict)
+    cwd_used_by: dict[int, dict[int, str]] = field(default_factory=dict)  # setter -> user -> dir
+    names_used_by: dict[int, set[tuple[str, int]]] = field(default_factory=dict)  # (name, user)
+
+
 def assign_credit(dg: Dependencies, cfg: DepGPOConfig = DepGPOConfig()) -> CreditResult:
-    effects, tracker, E = dg.effects, dg.tracker, dg.resources
-    n = len(effects)
-    e_anc = {a for p in E for a in ancestors(p)}
-    final_res = tracker.res_owners
+    """Credit per command, in the module doc's phases: walk back from the verifier's resources
+    (seeds, then spread), label the dependencies found, credit writers, then readers."""
+    flow, res_at = _seeds(dg, cfg)
+    _spread(dg, flow, res_at)
+    kinds_of, deps, by_cmd_res = _labels(dg, flow)
+    credit, classes, n_rec, n_dir, n_ind, readers = _writer_credit(dg, cfg, flow, kinds_of,
+                                                                   by_cmd_res)
+    _reader_credit(dg, cfg, credit, classes, kinds_of, readers)
+    return CreditResult(tuple(credit), tuple(classes), frozenset(flow.relevant), tuple(n_rec),
+                        tuple(n_dir), tuple(n_ind), tuple(tuple(x) for x in deps))
 
-    def persists(c: int, path: str, kind: str) -> bool:
-        if not cfg.resource_must_persist:
-            return True
-        if kind == "delete":
-            v = tracker.current.get(path)
-            return v is not None and v.kind == "deleted" and v.writer == c
-        return c in final_res.get(path, ())
 
+def _shell(dg: Dependencies) -> tuple[list[dict[int, set[str]]], list[set[str]]]:
+    """Per command: who set the shell names it used, and the names it set (empty when the
+    dependencies were built without shell names)."""
+    n = len(dg.effects)
+    return dg.shell_from or [{} for _ in range(n)], dg.shell_set or [set() for _ in range(n)]
+
+
+def _persists(dg: Dependencies, cfg: DepGPOConfig, c: int, path: str, kind: str) -> bool:
+    """Whether command ``c``'s resource write of ``path`` is still in effect at the end."""
+    if not cfg.resource_must_persist:
+        return True
+    if kind == "delete":
+        v = dg.tracker.current.get(path)
+        return v is not None and v.kind == "deleted" and v.writer == c
+    return c in dg.tracker.res_owners.get(path, ())
+
+
+def _direct(dg: Dependencies) -> dict[int, set[LineRecord]]:
+    """Writer -> its records that sit, still its own, in the final version of a verified file."""
     direct: dict[int, set[LineRecord]] = {}
-    for p in E:
-        v = tracker.current.get(p)
+    for p in dg.resources:
+        v = dg.tracker.current.get(p)
         if v is not None and v.live:
             for r in v.records:
                 direct.setdefault(r.writer, set()).add(r)
-    rel_res: set[tuple[int, str]] = set()  # relevant resource writes (command, path)
-    res_at: dict[str, set[int]] = {}  # path -> commands whose lasting resource effect is there
+    return direct
+
+
+def _seeds(dg: Dependencies, cfg: DepGPOConfig) -> tuple[_Flow, dict[str, set[int]]]:
+    """Where the walk starts: the direct writers of the verified files and the lasting resource
+    writes the verifier saw; with ``res_at``, path -> commands whose lasting resource effect
+    is there (an ancestor of a relevant command's path makes them relevant later)."""
+    effects, E = dg.effects, dg.resources
+    e_anc = {a for p in E for a in ancestors(p)}
+    direct = _direct(dg)
+    rel_res: set[tuple[int, str]] = set()
+    res_at: dict[str, set[int]] = {}
     for c, e in enumerate(effects):
         for rw in e.resources:
-            if persists(c, rw.path, rw.kind):
+            if _persists(dg, cfg, c, rw.path, rw.kind):
                 res_at.setdefault(rw.path, set()).add(c)
                 if rw.path in E or rw.path in e_anc:
                     rel_res.add((c, rw.path))
@@ -133,24 +178,28 @@ def assign_credit(dg: Dependencies, cfg: DepGPOConfig = DepGPOConfig()) -> Credi
     for c, e in enumerate(effects):  # what the verifier's listings saw: gone entries, modes
         for rw in e.resources:
             parent = rw.path.rpartition("/")[0] or "/"
-            if ((rw.kind == "delete" and parent in listed)
-                    or (rw.kind == "meta" and rw.path in listed)) and persists(c, rw.path, rw.kind):
+            seen = ((rw.kind == "delete" and parent in listed)
+                    or (rw.kind == "meta" and rw.path in listed))
+            if seen and _persists(dg, cfg, c, rw.path, rw.kind):
                 rel_res.add((c, rw.path))
-    cwd_used_by: dict[int, dict[int, str]] = {}  # setter -> relevant user -> dir
-    shell_from = dg.shell_from or [{} for _ in range(n)]
-    shell_set = dg.shell_set or [set() for _ in range(n)]
-    names_used_by: dict[int, set[tuple[str, int]]] = {}  # setter -> (name, relevant user)
-    relevant = set(direct) | {c for c, _ in rel_res}
-    indirect: dict[int, set[LineRecord]] = {}
-    queue = deque(sorted(relevant))
+    return _Flow(direct, rel_res, relevant=set(direct) | {c for c, _ in rel_res}), res_at
+
+
+def _spread(dg: Dependencies, flow: _Flow, res_at: dict[str, set[int]]) -> None:
+    """Spread relevance backward (a worklist BFS) from each relevant command to what it used:
+    the records of its qualifying reads (indirect), the resource writers of what it read and
+    of its paths' ancestors, the `cd` behind its cwd, the setters of the shell names it used."""
+    effects = dg.effects
+    shell_from, shell_set = _shell(dg)
+    queue = deque(sorted(flow.relevant))
     expanded: set[int] = set()  # id() of versions whose records were credited in full
     # a command's outputs: paths it wrote, and shell names it set (a value computed from reads)
     outs = [e.written_paths | {"var:" + name for name in shell_set[c]}
             for c, e in enumerate(effects)]
 
     def mark(w: int) -> None:
-        if w not in relevant:
-            relevant.add(w)
+        if w not in flow.relevant:
+            flow.relevant.add(w)
             queue.append(w)
 
     while queue:
@@ -159,46 +208,57 @@ def assign_credit(dg: Dependencies, cfg: DepGPOConfig = DepGPOConfig()) -> Credi
         for rd in e.reads:
             if not outs[c] - {rd.path}:
                 continue  # its output does not go to a different path
-            v, mine = rd.version, e.versions.get(rd.path)
-            if mine is None or not mine.live:  # deleting what it read overwrites nothing
-                if id(v) in expanded:
-                    recs: tuple[LineRecord, ...] | list[LineRecord] = ()
-                else:
-                    expanded.add(id(v))
-                    recs = v.records
-            else:  # it rewrote what it read: only records that survive its rewrite
-                keep = set(mine.records)
-                recs = [r for r in v.records if r in keep]
-            for r in recs:
+            for r in _qualifying_records(rd, e.versions.get(rd.path), expanded):
                 if r.writer != c:
-                    indirect.setdefault(r.writer, set()).add(r)
+                    flow.indirect.setdefault(r.writer, set()).add(r)
                     mark(r.writer)
             for w in rd.res_owners:
                 if w != c:
-                    rel_res.add((w, rd.path))
+                    flow.rel_res.add((w, rd.path))
                     mark(w)
         for p in e.versions:
             for a in ancestors(p):
                 for w in res_at.get(a, ()):
-                    rel_res.add((w, a))
+                    flow.rel_res.add((w, a))
                     mark(w)
         for w, d in dg.cwd_from[c].items():  # the `cd` that set the cwd it used
-            rel_res.add((w, "cwd:" + d))
-            cwd_used_by.setdefault(w, {})[c] = d
+            flow.rel_res.add((w, "cwd:" + d))
+            flow.cwd_used_by.setdefault(w, {})[c] = d
             mark(w)
         for w, names in shell_from[c].items():  # the commands that set names it expanded
             for name in names:
-                rel_res.add((w, "var:" + name))
-                names_used_by.setdefault(w, set()).add((name, c))
+                flow.rel_res.add((w, "var:" + name))
+                flow.names_used_by.setdefault(w, set()).add((name, c))
             mark(w)
 
+
+def _qualifying_records(rd: Read, mine: FileVersion | None,
+                        expanded: set[int]) -> Sequence[LineRecord]:
+    """The records of the version ``rd`` read that flowed on: all of them once per version
+    when the reader did not rewrite that path (``mine``: its own version of it, if any),
+    else only those that survive its rewrite."""
+    v = rd.version
+    if mine is None or not mine.live:  # deleting what it read overwrites nothing
+        if id(v) in expanded:
+            return ()
+        expanded.add(id(v))
+        return v.records
+    keep = set(mine.records)
+    return [r for r in v.records if r in keep]
+
+
+def _labels(dg: Dependencies, flow: _Flow
+            ) -> tuple[list[set[str]], list[list[Label]], dict[int, int]]:
+    """Per command: the kinds of its relevant resource writes, the dependencies they label
+    (absence, metadata, cwd, shellvar; to whom), and how many relevant resource writes it has."""
+    n = len(dg.effects)
     by_cmd_res: dict[int, int] = {}
-    for c, _ in rel_res:
+    for c, _ in flow.rel_res:
         by_cmd_res[c] = by_cmd_res.get(c, 0) + 1
-    res_kinds = [{rw.path: rw.kind for rw in e.resources} for e in effects]
-    deps: list[list[tuple[str, str, int | None]]] = [[] for _ in range(n)]
+    res_kinds = [{rw.path: rw.kind for rw in e.resources} for e in dg.effects]
+    deps: list[list[Label]] = [[] for _ in range(n)]
     kinds_of: list[set[str]] = [set() for _ in range(n)]
-    for c, p in sorted(rel_res):
+    for c, p in sorted(flow.rel_res):
         if p.startswith("cwd:"):
             kinds_of[c].add("cwd")
             continue
@@ -210,21 +270,31 @@ def assign_credit(dg: Dependencies, cfg: DepGPOConfig = DepGPOConfig()) -> Credi
         kinds_of[c].add(label)
         if label != "resource-write":
             deps[c].append((label, p, None))
-    for w, users in cwd_used_by.items():
+    for w, users in flow.cwd_used_by.items():
         deps[w].extend(("cwd", d, u) for u, d in sorted(users.items()))
-    for w, uses in names_used_by.items():
+    for w, uses in flow.names_used_by.items():
         deps[w].extend(("shellvar", name, u) for name, u in sorted(uses))
+    return kinds_of, deps, by_cmd_res
+
+
+def _writer_credit(dg: Dependencies, cfg: DepGPOConfig, flow: _Flow,
+                   kinds_of: list[set[str]], by_cmd_res: dict[int, int]) -> tuple[
+        list[float | None], list[tuple[str, ...]], list[int], list[int], list[int], list[int]]:
+    """``c_w`` and the classes of each traced writer; with the record counts per command and
+    the traced commands that changed nothing (the readers, credited next)."""
+    n = len(dg.effects)
+    _, shell_set = _shell(dg)
     credit: list[float | None] = [None] * n
     classes: list[tuple[str, ...]] = [("untraced",)] * n
     n_rec, n_dir, n_ind = [0] * n, [0] * n, [0] * n
     readers: list[int] = []
-    for c, e in enumerate(effects):
+    for c, e in enumerate(dg.effects):
         if not dg.commands[c].traced:
             continue
         if not e.is_writer:
             readers.append(c)
             continue
-        d, i = direct.get(c, set()), indirect.get(c, set())
+        d, i = flow.direct.get(c, set()), flow.indirect.get(c, set())
         n_rec[c], n_dir[c], n_ind[c] = len(e.records), len(d), len(i)
         n_res = (len({rw.path for rw in e.resources}) + (dg.cwd_set[c] is not None)
                  + len(shell_set[c]))
@@ -243,6 +313,15 @@ def assign_credit(dg: Dependencies, cfg: DepGPOConfig = DepGPOConfig()) -> Credi
             labels += [k for k in ("resource-write", "absence", "metadata", "cwd", "shellvar")
                        if k in kinds_of[c]]
         classes[c] = tuple(labels) or ("no-flow",)
+    return credit, classes, n_rec, n_dir, n_ind, readers
+
+
+def _reader_credit(dg: Dependencies, cfg: DepGPOConfig, credit: list[float | None],
+                   classes: list[tuple[str, ...]], kinds_of: list[set[str]],
+                   readers: list[int]) -> None:
+    """Supporting-read credit ``c_r`` of the readers (and, with ``writer_support``, of the
+    writers), from the writers' credit as ``_writer_credit`` left it; in place."""
+    effects = dg.effects
     writer_credit = list(credit)
     beta = cfg.beta
 
@@ -271,5 +350,3 @@ def assign_credit(dg: Dependencies, cfg: DepGPOConfig = DepGPOConfig()) -> Credi
                     credit[c] = s
                     kept = tuple(x for x in classes[c] if x != "no-flow")
                     classes[c] = kept + ("supporting-read",)
-    return CreditResult(tuple(credit), tuple(classes), frozenset(relevant), tuple(n_rec),
-                        tuple(n_dir), tuple(n_ind), tuple(tuple(x) for x in deps))

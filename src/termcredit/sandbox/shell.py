@@ -29,10 +29,11 @@ _HERE = Path(__file__).parent
 NSINIT_SOURCE = "\n".join(
     [f"GUARD_SOURCE = {(_HERE / 'verifier_guard.py').read_text()!r}"]
     + [(_HERE / name).read_text() for name in ("pristine.py", "nsinit.py")])
-# definitions first (shim_state, shim_files, shim_protocol, shim_session): the package imports
-# fail in the sandbox
+# definitions first, each after what it uses (shim.py last): the package imports fail in the
+# sandbox, where the sources are one module
 SHIM_SOURCE = "\n".join((_HERE / name).read_text() for name in (
-    "shim_state.py", "shim_files.py", "shim_protocol.py", "shim_session.py", "shim.py")).encode()
+    "shim_state.py", "shim_files.py", "shim_protocol.py", "shim_procs.py", "shim_trace.py",
+    "shim_verifying.py", "shim_session.py", "shim.py")).encode()
 # Reads argv[1] bytes of shim source from stdin, then runs it; stdin then carries the protocol.
 BOOTSTRAP = (
     "import os,sys\nn=int(sys.argv[1]);s=b''\nwhile len(s)<n:s+=os.read(0,n-len(s))\n"

@@ -1,13 +1,14 @@
 """One traced session of the in-container shim (see shim.py): strace, the namespace init, bash.
 
-Runs inside the sandbox (its source is sent ahead of shim.py's). Stdlib only.
+Its trace stream is shim_trace.py's, what it does while the verifier runs shim_verifying.py's,
+its process helpers shim_procs.py's. Runs inside the sandbox (its source is sent ahead of
+shim.py's, after those). Stdlib only.
 """
 import json
 import os
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -16,88 +17,19 @@ import time
 try:  # imported as part of the package (tests); in the sandbox the sources come first
     from .shim_protocol import INIT_SCRIPT, ansi_c_quote, command_script, parse_traps  # noqa: F401
     from .shim_state import STATE_CAP, dump_script, parse_report, state_changes
+    from .shim_procs import Capped, children_map, ctl_send, descendants, kill_pids
+    from .shim_trace import TRACE_HEAD, TRACE_TAIL, TraceStream
+    from .shim_verifying import Verifying
 except ImportError:
     pass
 
 GRACE_S = 1.0  # after killing a timed-out command's processes, wait this long before killing bash
-TAIL_KEEP = 4096
 AGENT_OOM_ADJ = 1000  # the agent's shell and all it starts: the OOM killer's first choice
-WATCH_CAP = 64 << 20  # trace kept while watching agent processes during verification
-TRACE_HEAD, TRACE_TAIL = 12 << 20, 4 << 20  # a step's trace kept: head and tail, whole lines
 BATCH_AFTER_S, BATCH_SLEEP_S = 0.01, 0.003
 LOADER = "import os,sys;exec(compile(os.read(int(sys.argv[2]),1<<20),'termcredit-nsinit','exec'))"
 
 
-class Capped:
-    """Keeps the head and a short tail of a stream as it arrives; counts what it dropped."""
-
-    def __init__(self, cap):
-        self.cap = cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-
-    def add(self, data):
-        room = self.cap - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            if len(self.tail) > 2 * TAIL_KEEP:
-                cut = len(self.tail) - TAIL_KEEP
-                self.dropped += cut
-                del self.tail[:cut]
-
-    def value(self):
-        if len(self.tail) > TAIL_KEEP:
-            self.dropped += len(self.tail) - TAIL_KEEP
-            del self.tail[: len(self.tail) - TAIL_KEEP]
-        if not self.dropped:
-            return bytes(self.head + self.tail)
-        note = b"\n[... termcredit: %d bytes of output omitted ...]\n" % self.dropped
-        return bytes(self.head) + note + bytes(self.tail)
-
-
-def children_map():
-    kids = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        ppid = int(data[data.rindex(b")") + 2 :].split()[1])
-        kids.setdefault(ppid, []).append(int(name))
-    return kids
-
-
-def descendants(root):
-    kids, out, todo = children_map(), [], [root]
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def kill_pids(pids):
-    for sig in (signal.SIGSTOP, signal.SIGKILL):  # stop first so nothing forks while we kill
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
-
-
-def ctl_send(sock, msg, fds=()):
-    anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % len(fds), *fds))] if fds else []
-    sock.sendmsg([json.dumps(msg).encode()], anc)
-
-
-class Session:
+class Session(TraceStream, Verifying):
     def __init__(self, role, mark, strace_argv, nsinit_src, pin_cpu):
         # mark (the session's marker directory) and strace_argv (up to strace's output path)
         # come from the host, out of termcredit.tracer.protocol: the tracer parses by them
@@ -161,14 +93,6 @@ class Session:
     def describe(self):
         return {"role": self.role, "init_pid": self.init_pid}
 
-    def take_trace(self, whole=False):
-        """The trace so far, up to its last complete line (a line strace is still writing
-        stays for the next piece, so no piece ends or starts with half a line)."""
-        end = len(self.trace) if whole else self.trace.rfind(b"\n") + 1
-        data = bytes(self.trace[:end])
-        del self.trace[:end]
-        return data
-
     def take_integrity(self):
         out, self.integrity = self.integrity, []
         return out
@@ -199,28 +123,6 @@ class Session:
             elif msg.get("op") == "exited" and msg.get("pid") == self.bash_inner:
                 self.alive, self.bash_code = False, msg.get("code")
             out.append(msg)
-
-    def _cut_trace(self):
-        """Bound a step's trace while it streams: keep its head and its tail (whole lines;
-        the end marker is in the tail) and count what was dropped between them. Returns where
-        the tail starts."""
-        head = self.trace.rfind(b"\n", 0, TRACE_HEAD) + 1
-        tail = self.trace.find(b"\n", len(self.trace) - TRACE_TAIL) + 1
-        if head <= 0 or tail <= head:
-            return head
-        self.trace_dropped += tail - head
-        del self.trace[head:tail]
-        return head
-
-    def _drain_trace(self):
-        try:
-            while True:
-                chunk = os.read(self.trace_fd, 1 << 16)
-                if not chunk:
-                    return False
-                self.trace += chunk
-        except BlockingIOError:
-            return True
 
     def start(self, cwd, env):
         """A fresh bash in the session's namespace (the first one, or after one ended)."""
@@ -449,16 +351,6 @@ class Session:
                 return
             select.select([self.ctl], [], [], 0.05)
 
-    def _cwd_from_trace(self):
-        key = ('chdir("%s/cwd' % self.mark).encode()
-        i = self.trace.rfind(key)
-        if i >= 0:  # the EXIT trap's report: the C-escaped path up to the closing quote
-            j = self.trace.find(b'"', i + len(key))
-            raw = self.trace[i + len(key) : j].decode("ascii", "replace")
-            # strace's escapes are bytes: as the tracer decodes paths (surrogateescape)
-            octets = raw.encode("latin-1", "replace").decode("unicode_escape", "replace")
-            self.cwd = octets.encode("latin-1", "replace").decode("utf-8", "surrogateescape")
-
     def cwd_now(self):
         try:
             self.cwd = os.readlink("/proc/%d/cwd" % self.bash_pid)
@@ -502,96 +394,3 @@ class Session:
             except OSError:
                 pass
 
-    def _watcher(self):
-        """The background drain (see ``watch``), made with the session: a thread is a pid, and
-        one made only at verification could find none left (the agent's processes took them)."""
-        go_r, stop_r = self.watch_pipes[0], self.watch_pipes[2]
-        sink = Capped(0)
-        while os.read(go_r, 1):
-            try:
-                while True:
-                    os.read(stop_r, 64)  # a stop left from a loop that ended on its own
-            except BlockingIOError:
-                pass
-            cut, outputs, ended = 0, [fd for fd in (self.out_fd, self.err_fd) if fd is not None], False
-            while not ended:
-                ready = select.select([self.ctl, self.trace_fd, stop_r] + outputs, [], [], 0.5)[0]
-                if stop_r in ready:
-                    break
-                for fd in ready:
-                    if fd is self.ctl:
-                        self._ctl_messages()
-                    elif fd == self.trace_fd:
-                        if not self._drain_trace():
-                            ended = True
-                            break
-                        if len(self.trace) > WATCH_CAP:
-                            cut += len(self.trace) - WATCH_CAP
-                            del self.trace[WATCH_CAP:]
-                    elif not self._read_into(fd, sink):
-                        outputs.remove(fd)
-            if not ended:
-                self._drain_trace()
-            if cut:
-                self._flag("trace of agent processes during verification cut (%d bytes)" % cut)
-            self.watch_done.set()
-
-    def watch(self):
-        """Keep draining this session (trace, output) in the background, e.g. while the
-        verifier runs: agent services go on, traced, and never block on a full pipe."""
-        if self.watcher is None:
-            self.watch_done.clear()
-            os.write(self.watch_pipes[1], b"x")
-            self.watcher = True
-
-    def unwatch(self):
-        if self.watcher is not None:
-            os.write(self.watch_pipes[3], b"x")
-            self.watch_done.wait()
-            self.watcher = None
-        self._drain_trace()
-        return self.take_trace()
-
-    def root_of(self, root):
-        if self.role != "verifier" or root not in ("/tests", "/logs/verifier"):
-            raise ValueError("no private folder %r in the %s session" % (root, self.role))
-        return "/proc/%d/root%s" % (self.init_pid, root)
-
-    def _ask_init(self, msg, answer, limit):
-        ctl_send(self.ctl, msg)
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline and not self.ns_gone:
-            select.select([self.ctl], [], [], 0.05)
-            for reply in self._ctl_messages():
-                if reply.get("op") == answer:
-                    return reply
-        raise RuntimeError("no %s from the %s namespace" % (answer, self.role))
-
-    def prepare(self, declared, workdir):
-        """The verifier's own root and its private /logs/verifier, made now (pristine.py)."""
-        if self.role != "verifier":
-            raise ValueError("only the verifier session gets a root of its own")
-        reply = self._ask_init({"op": "prepare", "declared": declared, "workdir": workdir},
-                               "prepared", 300)
-        if reply.get("error"):
-            raise RuntimeError("the verifier's root: %s" % reply["error"])
-        return reply
-
-    def check_private(self):
-        """The verifier's private folders that are no longer the tmpfs mounted there."""
-        return self._ask_init({"op": "check"}, "checked", 10).get("changed", [])
-
-    def mount_private(self, root):
-        """Ask the init for a fresh private tmpfs at ``root`` (the verifier's /tests, made
-        only now so that the agent never even sees the folder)."""
-        self.root_of(root)
-        ctl_send(self.ctl, {"op": "mount", "path": root})
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not self.ns_gone:
-            select.select([self.ctl], [], [], 0.05)
-            for msg in self._ctl_messages():
-                if msg.get("op") == "mounted":
-                    if msg.get("error"):
-                        raise RuntimeError(msg["error"])
-                    return
-        raise RuntimeError("no private %s in the %s namespace" % (root, self.role))
