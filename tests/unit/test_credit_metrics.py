@@ -49,6 +49,7 @@ def test_success_failure_and_infra_by_hand() -> None:
         "credit/fallback/tied-credits": 1 / 2,
         "credit/steps_per_success": 3.0,  # I's "success" is no success: not (3 + 2) / 2
         "credit/tokens_per_success": 10.0,
+        "credit/errored_command_frac": 0 / 4,  # S's three and F's `true` all exit 0
     })
 
 
@@ -150,3 +151,14 @@ def test_other_algorithms_get_depgpos_defaults_from_the_traces() -> None:
     assert credit_metrics_for(group, grpo)["credit/zero_credit_step_frac"] == pytest.approx(2 / 7)
     dep = estimators.build("depgpo", beta=0.0)  # not called yet: no weights to reuse, its β
     assert credit_metrics_for(group, dep)["credit/zero_credit_step_frac"] == pytest.approx(3 / 7)
+
+
+def test_errored_command_frac_by_hand() -> None:
+    """Commands that exit non-zero or time out, over the commands of non-infra episodes:
+    S's 3 clean, F2's `false` (exit 1) and a timed-out one, `done` not a command: 2 / 5."""
+    f2 = traj(0.0, [step(0, "false"), step(1, "sleep 99"), Step(index=2, action="done")],
+              [1, 1, 1])
+    f2.steps[0].command.exit_code = 1
+    f2.steps[1].command.timed_out = True
+    out = credit_metrics([success(), f2, infra()])
+    assert out["credit/errored_command_frac"] == pytest.approx(2 / 5)

@@ -37,6 +37,7 @@ from ..trainer.config import TrainConfig
 from ..trainer.policy import load_policy
 from ..trainer.sft import sft
 from ..trainer.train import Trainer
+from .decoy_demos import decoy_demos, has_decoys
 from .demos import clean_demos, noisy_demos, oracle_commands
 from .stats import run_dir_name
 from .warm_compare import WARM_DEMOS, other_demos
@@ -50,6 +51,11 @@ ABLATIONS = ["depgpo", "depgpo[subtract_min=false]", "depgpo[untraced_weight=0]"
 CREDIT_TASKS = ["patch-port-config", "failing-job-state", "repack-fixed-archive",
                 "stage-and-summarize", "restore-newest-backup", "repair-checksum-mismatch"]
 TURNS_OVER_ORACLE = 2  # turn budget: the oracle's steps + 2 (room to look around, not to roam)
+# seven necessary commands each, shell state (cd, variables) carried between them, orders that
+# matter, and declared decoys that break a later step ([metadata.demos]; docs/credit-tier.md)
+HORIZON_TASKS = ["close-ledger-period", "render-live-config", "merge-user-lists"]
+# the oracle-credit ceiling and the two it bounds: what per-step credit can gain over GRPO
+HORIZON_ALGOS = ["grpo", "depgpo", "oracle"]
 
 
 @dataclass
@@ -110,6 +116,15 @@ TIERS: dict[str, dict[str, Any]] = {
               "eval_instances": list(range(1000, 1008)), "eval_samples": 1,
               "eval_temperature": CREDIT_TEMPERATURE, "warm_steps": 300, "teacher_steps": 100,
               "rollout": dict(_ROLLOUT)},
+    # failures that are choices, not typos (issue #34): 3 tasks of 7 necessary commands, warm
+    # start on demonstrations with harmless look-arounds and breaking decoys; the turn budget
+    # (oracle + 3) leaves room for two look-arounds and `done`. 3 seeds x 8 updates of 3 groups
+    # of 6, 108 held-out episodes per algorithm and seed; grpo, depgpo and the oracle ceiling
+    "horizon": {"seeds": [0, 1, 2], "steps": 8, "group_size": 6, "eval_every": 8,
+                "tasks": [f"tasks/{t}" for t in HORIZON_TASKS], "algos": list(HORIZON_ALGOS),
+                "turns_over_oracle": 3, "eval_instances": list(range(1000, 1036)),
+                "eval_samples": 1, "eval_temperature": CREDIT_TEMPERATURE, "warm_steps": 300,
+                "teacher_steps": 100, "rollout": dict(_ROLLOUT)},
     # whole suite ([] = every task whose oracle does not read /solution at run time), longer
     # commands and episodes, three seeds: hours on CPU, meant for a GPU (--device cuda)
     "full": {"seeds": [0, 1, 2], "steps": 120, "group_size": 8, "eval_every": 10,
@@ -177,7 +192,8 @@ def _start_checkpoint(cfg: BenchConfig, out: Path, kind: str, where: str,
     as ``out/where``."""
     tasks = find_tasks(cfg.tasks)
     rng = random.Random(0)
-    demos = [d for t in tasks for d in noisy_demos(t, rng)]
+    # a task that declares its decoys ([metadata.demos]) gets them instead of the noisy mix
+    demos = [d for t in tasks for d in (decoy_demos(t) if has_decoys(t) else noisy_demos(t, rng))]
     if kind == "refined" and not (out / where / "config.json").is_file():
         from .warm_refined import refined_demos
 

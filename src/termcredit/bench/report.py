@@ -16,6 +16,7 @@ from ..jsonl import read_jsonl
 from ..trialdir import TrialPaths, load_trajectory
 from . import stats as stats_
 from .blame import blame_lines, blame_split, rollout_trials, tally
+from .ceiling import ceiling_lines
 from .warm_compare import warm_comparison, warm_lines
 from .plots import plot_curves
 from .stats import Run, cell, compare, run_dir_name
@@ -384,6 +385,7 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     if cmp_.get("ablations"):
         lines += ["", "## Variants (variant − its plain algorithm)", ""]
         lines += [f"- {e['sentence']}" for e in cmp_["ablations"].values()]
+    lines += ceiling_lines(cmp_.get("captured"))
     lines += warm_lines(doc.get("warm_start"), _md_table)
     for title, (head, rows), none in (
             ("Fallback reasons (fraction of trajectories)", _fallbacks(doc),

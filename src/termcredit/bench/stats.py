@@ -142,11 +142,17 @@ def pair_episodes(a: Iterable[dict[str, Any]], b: Iterable[dict[str, Any]]
                   ) -> tuple[np.ndarray, np.ndarray]:
     """Success of the slots both algorithms evaluated, in slot order; a slot where either had
     an infrastructure failure is dropped for both (it says nothing about the policy)."""
-    ia, ib = {slot(e): e for e in a}, {slot(e): e for e in b}
-    keys = sorted(k for k in ia.keys() & ib.keys()
-                  if not ia[k].get("infra") and not ib[k].get("infra"))
-    return (np.array([float(ia[k]["success"]) for k in keys]),
-            np.array([float(ib[k]["success"]) for k in keys]))
+    x, y = pair_many(a, b)
+    return x, y
+
+
+def pair_many(*runs: Iterable[dict[str, Any]]) -> list[np.ndarray]:
+    """``pair_episodes`` for any number of algorithms: the slots every one evaluated without
+    an infrastructure failure, in slot order, one success array per algorithm."""
+    by_slot = [{slot(e): e for e in eps} for eps in runs]
+    keys = sorted(k for k in set.intersection(*(set(d) for d in by_slot))
+                  if not any(d[k].get("infra") for d in by_slot))
+    return [np.array([float(d[k]["success"]) for k in keys]) for d in by_slot]
 
 
 def train_success(rows: Iterable[dict[str, Any]]) -> dict[int, float]:
@@ -264,8 +270,66 @@ def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
     n = sum(e["episodes"] - e["infra_episodes"] for e in ref_eps)
     mdes = [e["final"]["mde"] for e in base.values() if e["final"]]
     return {"reference": ref, "baselines": base, "ablations": abl, "n_boot": n_boot,
+            "captured": captured(runs, ref, n_boot=n_boot),
             "mde": {"formula": MDE_FORMULA, "apriori_formula": APRIORI_FORMULA,
                     "episodes_per_algorithm": n, "seeds": len(ref_eps),
                     "apriori_p05": apriori_mde(n) if n else None,
                     "bootstrap_median": float(np.median(mdes)) if mdes else None,
                     "bootstrap": {o: e["final"]["mde"] for o, e in base.items() if e["final"]}}}
+
+
+CEILING, FLOOR = "oracle", "grpo"
+
+
+def ratio_bootstrap(num: Sequence[Sequence[float]], den: Sequence[Sequence[float]],
+                    n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+                    ) -> dict[str, Any] | None:
+    """mean(num) / mean(den) (means over seeds of per-seed means) with a percentile CI from
+    the same two-stage paired bootstrap as ``paired_bootstrap``: a resample draws seeds, then
+    each drawn seed's units, and both means read the same draws. The ratio exists only where
+    the denominator is > 0: ``estimate`` is None when the point denominator is not, and the CI
+    is taken over the resamples whose denominator is (``den_not_positive``: the share that
+    were not). None without a unit."""
+    pairs = [(np.asarray(n, float), np.asarray(d, float)) for n, d in zip(num, den, strict=True)]
+    pairs = [(n, d) for n, d in pairs if n.size]
+    if not pairs:
+        return None
+    k = len(pairs)
+    n_mean = float(np.mean([n.mean() for n, _ in pairs]))
+    d_mean = float(np.mean([d.mean() for _, d in pairs]))
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(k, size=(n_boot, k))
+    bn, bd = np.empty((n_boot, k)), np.empty((n_boot, k))
+    for s, (n, d) in enumerate(pairs):
+        where = picks == s
+        counts = rng.multinomial(n.size, np.full(n.size, 1 / n.size), size=int(where.sum()))
+        bn[where], bd[where] = counts @ n / n.size, counts @ d / n.size
+    bn, bd = bn.mean(axis=1), bd.mean(axis=1)
+    ok = bd > 0
+    ratios = bn[ok] / bd[ok]
+    tail = (1 - level) / 2 * 100
+    lo, hi = ((float(v) for v in np.percentile(ratios, [tail, 100 - tail])) if ratios.size
+              else (None, None))
+    return {"estimate": n_mean / d_mean if d_mean > 0 else None, "lo": lo, "hi": hi,
+            "numerator": n_mean, "denominator": d_mean, "seeds": k,
+            "units": sum(n.size for n, _ in pairs), "level": level,
+            "den_not_positive": float(1 - ok.mean())}
+
+
+def captured(runs: dict[str, dict[int, Run]], ref: str = REFERENCE, floor: str = FLOOR,
+             ceiling: str = CEILING, n_boot: int = N_BOOT) -> dict[str, Any] | None:
+    """How much of the oracle's gain over GRPO DepGPO captures, in final success:
+    (ref − floor) / (ceiling − floor), paired on the evaluation slots all three share, seed by
+    seed; None unless all three have per-episode final evaluations."""
+    seeds = sorted(set.intersection(*(set(runs.get(a, {})) for a in (ref, floor, ceiling))))
+    triples = [pair_many(*(runs[a][s].final for a in (ref, floor, ceiling))) for s in seeds
+               if all(runs[a][s].final is not None for a in (ref, floor, ceiling))]
+    if not triples:
+        return None
+    got = ratio_bootstrap([x - y for x, y, _ in triples], [o - y for _, y, o in triples],
+                          n_boot=n_boot)
+    if got is None:
+        return None
+    # the ceiling's own gain over the floor, on the same slots: is there anything to capture?
+    gain = paired_bootstrap([o for *_, o in triples], [y for _, y, _ in triples], n_boot=n_boot)
+    return {"ref": ref, "floor": floor, "ceiling": ceiling, **got, "ceiling_gain": gain.as_dict()}

@@ -24,10 +24,13 @@ from .group import Group, broadcast
 from .rewards import INTEGRITY_POLICIES, is_flagged, reward_of, training_reward
 
 TEACHER_LOGPROBS = "teacher_logprobs"
+ORACLE_STEPS = "oracle_steps"
 # every input an estimator may need beyond the rollout records, and what it is
 NEEDS: dict[str, str] = {
     TEACHER_LOGPROBS: "the teacher policy's log-probs of the sampled tokens, in the "
                         "student's context (TokenLayout.teacher_logprobs)",
+    ORACLE_STEPS: "each step's ground-truth label (necessary / breaking) from its task's "
+                  "[metadata.oracle] patterns (Trajectory.info['oracle']; estimators/oracle.py)",
 }
 
 
@@ -125,10 +128,11 @@ class Sum:
         return EstimatorResult(advantages=advs, stats=stats)
 
 
-__all__ = ["EstimatorResult", "Estimator", "Group", "INTEGRITY_POLICIES", "NEEDS", "REGISTRY",
+__all__ = ["EstimatorResult", "Estimator", "Group", "INTEGRITY_POLICIES", "NEEDS", "ORACLE_STEPS",
+           "REGISTRY",
            "Sum", "TEACHER_LOGPROBS", "broadcast", "build", "is_flagged", "names", "needs", "register",
            "parse_spec", "reward_of", "spec_parts", "split_spec", "training_reward"]
 
 # The algorithms, imported here so that importing the package registers every one of them.
-from . import adastep, anchors, depgpo, gigpo, grpo, opd  # noqa: E402,F401  (registration)
+from . import adastep, anchors, depgpo, gigpo, grpo, opd, oracle  # noqa: E402,F401  (registration)
 from .spec import parse_spec, split_spec  # noqa: E402  (it builds estimators to check a spec)

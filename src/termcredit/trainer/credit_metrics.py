@@ -11,6 +11,8 @@ Keys (all under ``credit/``; shares of the group's episodes unless said otherwis
   ``zero_credit_step_frac`` (traced steps with credit 0 over traced steps),
   ``fallback_rate`` and ``fallback/<reason>`` ("none": DepGPO's weights were used);
   absent when every episode was an infrastructure failure;
+* ``errored_command_frac``: commands that failed (exit status ≠ 0 or timed out) over the
+  commands run, in those episodes: how often the policy breaks a command (absent without any);
 * ``steps_per_success`` and ``tokens_per_success`` (sampled action tokens, the sum of the loss
   mask, over the successful episodes that have tokens): means over the successful episodes
   (training reward ≥ 1); absent when none succeeded.
@@ -49,6 +51,10 @@ def credit_metrics(trajs: Sequence[Trajectory], cfg: DepGPOConfig | None = None
     if ok:
         weights = [analysis_of(t, cfg).weights for t in ok]
         out.update({PREFIX + k: v for k, v in summarize_weights(weights).items()})
+        cmds = [s.command for t in ok for s in t.steps if s.command is not None]
+        if cmds:
+            out[f"{PREFIX}errored_command_frac"] = _mean(
+                [float(c.exit_code != 0 or c.timed_out) for c in cmds])
     wins = [t for t in ok if reward_of(t) >= 1.0]
     if wins:
         out[f"{PREFIX}steps_per_success"] = _mean([len(t.steps) for t in wins])

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
-from ..estimators import TEACHER_LOGPROBS
+from ..estimators import ORACLE_STEPS, TEACHER_LOGPROBS
+from ..estimators.oracle import INFO_KEY, OracleSpec, label_steps
 from ..records import Trajectory
+from ..tasks import find_tasks
 from .config import TrainConfig
 from .policy import Policy, check_same_tokenizer, load_policy
 
@@ -42,9 +44,28 @@ def _teacher_logprobs(cfg: TrainConfig, student: Policy) -> Provider:
     return TeacherLogprobs(teacher)
 
 
+class OracleSteps:
+    """Labels each trajectory's steps with its task's declared ground truth
+    (``Trajectory.info["oracle"]``: the necessary and the breaking steps), for `oracle`."""
+
+    def __init__(self, specs: dict[str, OracleSpec]):
+        self.specs = specs
+
+    def __call__(self, group: list[Trajectory]) -> None:
+        for t in group:
+            t.info[INFO_KEY] = label_steps(t, self.specs[t.task])
+
+
+def _oracle_steps(cfg: TrainConfig, student: Policy) -> Provider:
+    # every training task must declare its ground truth: a task without fails before rollouts
+    return OracleSteps({t.name: OracleSpec.from_metadata(t.metadata, str(t.path / "task.toml"))
+                        for t in find_tasks(cfg.tasks)})
+
+
 # need -> how to make its provider from the run's config and the student policy
 PROVIDERS: dict[str, Callable[[TrainConfig, Policy], Provider]] = {
     TEACHER_LOGPROBS: _teacher_logprobs,
+    ORACLE_STEPS: _oracle_steps,
 }
 
 

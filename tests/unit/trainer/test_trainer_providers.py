@@ -96,7 +96,8 @@ def test_real_specs_reach_the_teacher_only_when_they_distil(
 def test_a_need_without_a_provider_is_refused_naming_it() -> None:
     # (a config names a registered estimator: TrainConfig checks its spec when it is made)
     with pytest.raises(ValueError, match=r"^algo 'grpo' needs critic_values, which the trainer "
-                                         r"cannot provide \(it provides teacher_logprobs\)$"):
+                                         r"cannot provide \(it provides oracle_steps, "
+                                         r"teacher_logprobs\)$"):
         providers_for({"critic_values"}, TrainConfig(algo="grpo"), None)
 
 

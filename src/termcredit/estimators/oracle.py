@@ -1,0 +1,145 @@
+"""`oracle` (bench only): the ceiling of per-step credit. DepGPO's weighting, fed with ground
+truth instead of the dependency graph: how much could *any* per-step credit gain on a tier?
+
+Ground truth is what the task's design makes necessary, declared by the task in its
+task.toml (``[metadata.oracle]``, free-form metadata any Harbor loader keeps)::
+
+    [metadata.oracle]
+    necessary = ['^tar -xzf ', 'sha256sum -c']      # regexes (re.search) of needed commands
+    breaking  = ['rm -rf /app/data', '> /app/keep']  # decoys that break what a later step needs
+
+Why declared patterns and not leave-one-out replays (`credit-audit`): a replay per step of
+every rollout is K extra sandbox trials per trajectory (≈ 8 × 36 per update on the horizon
+tier, an hour a run on 2 cores), and it is only defined on solved trajectories; the tier's
+tasks are written so that their necessary and breaking commands have a recognisable form,
+so the task author's statement is exact there and free in training.
+
+The labels reach the estimator through the ``needs`` mechanism: ``ORACLE_STEPS`` is filled
+by the trainer (``label_steps`` on each trajectory, into ``Trajectory.info["oracle"]``), so
+the estimator reads nothing but the rollout records. Per trajectory:
+
+* a solved (Â ≥ 0) or any trajectory's *credit*: C_t = 1 for a step whose command matched a
+  ``necessary`` pattern and ran cleanly (exit 0, not timed out), 0 for any other command,
+  None for a step without a command (untraced, as DepGPO has it);
+* a failed one's *blame* (Â < 0): C_t = 1 for a step that ran a ``breaking`` command or
+  whose command failed, 0 for the other commands; with no such step the failure is an
+  omission and nothing present is at fault: GRPO's unit weights.
+
+Both go through DepGPO's own ``step_weights`` (subtract the minimum, token-normalise, fall
+back to unit weights on tied credits) and A_{i,t} = Â_i · w_t spread over the step's loss
+tokens (``broadcast``), exactly as the `depgpo` estimator applies its graph's credit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..depgpo import StepWeights, step_weights
+from ..records import Step, Trajectory, step_token_counts
+from . import ORACLE_STEPS, EstimatorResult, register
+from .depgpo import summarize_weights
+from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
+
+INFO_KEY = "oracle"  # Trajectory.info[INFO_KEY] = {"necessary": [...], "breaking": [...]}
+LABELS = ("necessary", "breaking")
+
+
+@dataclass(frozen=True)
+class OracleSpec:
+    """A task's declared ground truth: regexes of its necessary and its breaking commands."""
+
+    necessary: tuple[re.Pattern[str], ...]
+    breaking: tuple[re.Pattern[str], ...] = ()
+
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any], where: str) -> "OracleSpec":
+        """From a task's ``[metadata]``; a ValueError naming ``where`` when it declares none."""
+        table = metadata.get(INFO_KEY)
+        if not isinstance(table, dict) or not table.get("necessary"):
+            raise ValueError(f"{where}: the oracle estimator needs [metadata.oracle] with a "
+                             "non-empty 'necessary' list of command regexes")
+        unknown = set(table) - set(LABELS)
+        if unknown:
+            raise ValueError(f"{where}: [metadata.oracle] takes {', '.join(LABELS)}, "
+                             f"not {', '.join(sorted(unknown))}")
+        try:
+            return cls(*(tuple(re.compile(p) for p in table.get(k, [])) for k in LABELS))
+        except (re.error, TypeError) as exc:
+            raise ValueError(f"{where}: [metadata.oracle]: {exc}") from exc
+
+
+def _ran_cleanly(step: Step) -> bool:
+    cmd = step.command
+    return cmd is not None and cmd.exit_code == 0 and not cmd.timed_out
+
+
+def _failed(step: Step) -> bool:
+    cmd = step.command
+    return cmd is not None and (cmd.exit_code != 0 or cmd.timed_out)
+
+
+def label_steps(traj: Trajectory, spec: OracleSpec) -> dict[str, list[int]]:
+    """Step indices whose command matches a necessary pattern and ran cleanly, and those
+    whose command matches a breaking pattern (whatever its exit status: it ran)."""
+    def hits(patterns: Sequence[re.Pattern[str]], s: Step) -> bool:
+        return s.command is not None and any(p.search(s.command.command) for p in patterns)
+
+    return {"necessary": [s.index for s in traj.steps
+                          if _ran_cleanly(s) and hits(spec.necessary, s)],
+            "breaking": [s.index for s in traj.steps if hits(spec.breaking, s)]}
+
+
+def _labels(traj: Trajectory) -> dict[str, set[int]]:
+    got = traj.info.get(INFO_KEY)
+    if not isinstance(got, dict):
+        raise ValueError(f"oracle: trajectory of {traj.task!r} has no step labels "
+                         f"(info[{INFO_KEY!r}]): the caller must provide {ORACLE_STEPS!r}")
+    return {k: set(got.get(k, [])) for k in LABELS}
+
+
+@register("oracle")
+class Oracle:
+    needs = (ORACLE_STEPS,)
+
+    def __init__(self, subtract_min: bool = True, untraced_weight: float = 1.0,
+                 std: bool = True, eps: float = 1e-6):
+        self.subtract_min, self.untraced_weight = subtract_min, untraced_weight
+        self.std, self.eps = std, eps
+
+    def _weights(self, traj: Trajectory, hot: set[int]) -> StepWeights:
+        """DepGPO's weights of credits 1 on ``hot`` commands, 0 on the other commands."""
+        credits = [None if s.command is None else float(s.index in hot) for s in traj.steps]
+        n_tok = step_token_counts(traj)
+        cw = step_weights(credits, n_tok, subtract_min=self.subtract_min,
+                          untraced_weight=self.untraced_weight)
+        return StepWeights(tuple(s.index for s in traj.steps), tuple(credits), cw.f, cw.w,
+                           tuple(n_tok), tuple(() for _ in traj.steps), cw.fallback,
+                           frozenset(hot))
+
+    def step_weights(self, traj: Trajectory) -> StepWeights:
+        """Credit on the necessary commands that ran cleanly."""
+        return self._weights(traj, _labels(traj)["necessary"])
+
+    def blame_weights(self, traj: Trajectory) -> StepWeights:
+        """Blame on the breaking commands and on the commands that failed."""
+        lab = _labels(traj)
+        hot = lab["breaking"] | {s.index for s in traj.steps if _failed(s)}
+        if not hot:  # an omission: nothing present is at fault
+            ones = (1.0,) * len(traj.steps)
+            return StepWeights(tuple(s.index for s in traj.steps), (None,) * len(traj.steps),
+                               ones, ones, tuple(step_token_counts(traj)),
+                               tuple(() for _ in traj.steps), "omission", frozenset())
+        return self._weights(traj, hot)
+
+    def __call__(self, group: Group) -> EstimatorResult:
+        adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
+        weights = [self.blame_weights(t) if a < 0 else self.step_weights(t)
+                   for t, a in zip(group, adv_hat)]
+        per_step = [[a * w for w in sw.w] for sw, a in zip(weights, adv_hat)]
+        stats = summarize_weights(weights)
+        stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
+        return EstimatorResult(advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
+                               step_advantages=per_step, stats=stats)

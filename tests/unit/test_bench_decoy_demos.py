@@ -1,0 +1,80 @@
+"""Issue #34: the horizon tier's demonstrations (decoys declared by each task) and the ground
+truth its tasks declare for the oracle estimator, checked against each other by hand."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from termcredit.bench.decoy_demos import LOOKED, MIX, decoy_demos, declared, has_decoys
+from termcredit.bench.demos import OK, oracle_commands
+from termcredit.bench.protocol import CREDIT_TASKS, HORIZON_TASKS, bench_config, turn_budget
+from termcredit.estimators.oracle import OracleSpec
+from termcredit.tasks import load_task
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _task(name: str):
+    return load_task(REPO / "tasks" / name)
+
+
+def test_the_ledger_mix_by_hand() -> None:
+    task = _task("close-ledger-period")
+    o = oracle_commands(task)
+    assert len(o) == 7
+    demos = [[a for a, _ in d.turns] for d in decoy_demos(task)]
+    # harmless rotate: ls inbox (before 1), cat state/period (2), head (4), ls archive (5),
+    # tail (6), then round again; breaking rotate: cp (4), rm batch (4), rm -rf archive (5)
+    assert demos[0] == [o[0], "ls inbox", *o[1:], "done"]
+    assert demos[1] == [*o[:2], "cat state/period", *o[2:], "done"]
+    assert demos[2] == [*o[:4], "head -n 3 ledger.csv", o[4], "ls archive", *o[5:], "done"]
+    assert demos[3] == [*o[:6], "tail -n 2 ledger.csv", o[6], "done"]
+    assert demos[4] == [*o[:4], "cp /tmp/batch.csv ledger.csv", *o[4:], "done"]
+    assert demos[5] == [o[0], "ls inbox", *o[1:4], "rm -f /tmp/batch.csv", *o[4:], "done"]
+    assert demos[6] == [*o[:5], "rm -rf archive", *o[5:], "done"]
+    assert demos[7] == [*o[:2], "cat state/period", *o[2:4], "cp /tmp/batch.csv ledger.csv",
+                        *o[4:], "done"]
+    obs = dict(decoy_demos(task)[0].turns)
+    assert obs["ls inbox"] == LOOKED and obs[o[0]] == OK
+
+
+@pytest.mark.parametrize("name", HORIZON_TASKS)
+def test_horizon_task_demos_are_long_and_half_broken(name: str) -> None:
+    task = _task(name)
+    assert has_decoys(task)
+    n = len(oracle_commands(task))
+    lengths = [len(d.turns) for d, (_, broken) in zip(decoy_demos(task), MIX) if not broken]
+    # solved copies: the oracle's 7, one or two look-arounds, `done`: 9 or 10 steps
+    assert n == 7 and sorted(lengths) == [9, 9, 9, 10]
+    assert sum(broken for _, broken in MIX) == 4
+    # the turn budget leaves room for the longest solved copy
+    assert turn_budget(bench_config("horizon"))[name] == 10
+
+
+@pytest.mark.parametrize("name", HORIZON_TASKS)
+def test_declared_ground_truth_matches_the_demos(name: str) -> None:
+    """Every oracle command matches a necessary pattern and no breaking one; every declared
+    breaking decoy matches a breaking pattern; no look-around matches either."""
+    task = _task(name)
+    spec = OracleSpec.from_metadata(task.metadata, name)
+
+    def hits(patterns: tuple[re.Pattern[str], ...], cmd: str) -> bool:
+        return any(p.search(cmd) for p in patterns)
+
+    cmds = declared(task)
+    for cmd in oracle_commands(task):
+        assert hits(spec.necessary, cmd) and not hits(spec.breaking, cmd), cmd
+    for cmd in cmds["breaking"]:
+        assert hits(spec.breaking, cmd) and not hits(spec.necessary, cmd), cmd
+    for cmd in cmds["harmless"]:
+        assert not hits(spec.necessary, cmd) and not hits(spec.breaking, cmd), cmd
+
+
+def test_the_credit_tier_keeps_its_noisy_demos_and_the_horizon_tier_its_algorithms() -> None:
+    assert not any(has_decoys(_task(t)) for t in CREDIT_TASKS)
+    cfg = bench_config("horizon")
+    assert cfg.algos == ["grpo", "depgpo", "oracle"] and len(cfg.seeds) == 3
+    assert [Path(t).name for t in cfg.tasks] == HORIZON_TASKS
