@@ -14,24 +14,20 @@ goes to every session open at that moment, which flags them all (never a silent 
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import os
 import secrets
-import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
-from .ebpf import BATCH_S, F_SETPIPE_SZ, PIPE_BYTES, EbpfResult, _idle, _readlink, available
+from .ebpf import (BATCH_S, PIPE_BYTES, EbpfResult, _readlink, _tail, available, detach, launch,
+                   wait_ready)
 from .ebpf_format import _LOST, Converter, split_records
-from .ebpf_program import STRLEN, numbering
+from .ebpf_program import numbering
 from .ebpf_shared import KEY_BITS, REGISTER, shared_program, tag_of
 
-PERF_PAGES = 4096  # per CPU: the one-session tracer's measured size (0 lost at 16 MiB)
 MAP_KEYS = 65536  # live traced tasks of every session at once (each sandbox: 1024 pids at most)
-START_TIMEOUT_S = 180.0
 SETTLE_S = 0.3  # after a tree's last exit: records of its tasks still in another CPU's buffer
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -152,31 +148,16 @@ class HostTracer:
         why = available()
         if why is not None:
             raise RuntimeError(why)
-        host_pidns = os.stat("/proc/self/ns/pid").st_ino  # registration comes from here
-        with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
-            f.write(shared_program(self.nonce, self.key, host_pidns))
-            self._prog = f.name
-        os.chmod(self._prog, 0o600)  # it holds the key
-        env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN), BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES),
-                   BPFTRACE_MAP_KEYS_MAX=str(MAP_KEYS))
-        self.proc = subprocess.Popen(["bpftrace", "-q", self._prog], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, start_new_session=True)
-        try:  # room for the batches the reader leaves in the pipe
-            fcntl.fcntl(self.proc.stdout.fileno(), F_SETPIPE_SZ, PIPE_BYTES)  # type: ignore[union-attr]
-        except OSError:
-            pass
+        # registration is taken from this process's PID namespace only (see ebpf_shared)
+        text = shared_program(self.nonce, self.key, os.stat("/proc/self/ns/pid").st_ino)
+        self.proc, self._prog = launch(text, MAP_KEYS)
         self._readers = [threading.Thread(target=self._read, daemon=True),
                          threading.Thread(target=self._read_err, daemon=True)]
         for t in self._readers:
             t.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not self.demux.ready:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("bpftrace did not start: " + bytes(self._err[-500:]).decode(
-                    "utf-8", "replace").strip())
-            time.sleep(0.05)
-        _idle(self.proc.pid)
+        if not wait_ready(self.proc, lambda: self.demux.ready):
+            self.stop()
+            raise RuntimeError("bpftrace did not start: " + _tail(self._err))
 
     def follow(self, pid: int, role: str = "agent") -> SessionTrace:
         """Trace ``pid`` and its descendants from now on, as one session of ``role``. Call it
@@ -197,18 +178,8 @@ class HostTracer:
 
     def stop(self) -> None:
         """Detach (SIGINT: bpftrace drains its buffers and exits)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for t in getattr(self, "_readers", []):
-            t.join(timeout=10)
-        if getattr(self, "_prog", None):
-            os.unlink(self._prog)
-            self._prog = ""
+        detach(self.proc, getattr(self, "_readers", []), getattr(self, "_prog", ""))
+        self._prog = ""
 
     def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
