@@ -3,9 +3,12 @@ their session's tag, lost events flag every open session, the program's registra
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
-from termcredit.tracer.ebpf_host import Demux, SessionTrace
+from termcredit.tracer.ebpf_host import Demux, HostTracer, SessionTrace
 from termcredit.tracer.ebpf_program import numbering, record_size
 from termcredit.tracer.ebpf_shared import REGISTER, shared_program, tag_of
 from termcredit.tracer.session import summarize_segment
@@ -111,3 +114,21 @@ def test_the_program_registers_only_with_the_key_from_the_host_pidns():
     assert "tracepoint:syscalls:sys_enter_openat /@t[tid]/" in text
     with pytest.raises(ValueError):
         shared_program(N, 0, 1)
+
+
+def test_sessions_get_fresh_tags_and_closed_ones_are_forgotten():
+    tracer = HostTracer()  # no bpftrace: a stand-in process; the prctl is only EINVAL here
+    tracer.proc = subprocess.Popen(["sleep", "30"])
+    try:
+        first = tracer.follow(os.getpid(), "agent")
+        assert (first.tag, first.live, first.cwd) == (2, {os.getpid()}, os.getcwd().encode())
+        first.close(timeout=0)
+        assert first.data == bytearray()
+        second = tracer.follow(os.getpid(), "verifier")
+        assert second.tag == 5 and list(tracer.sessions) == [5]
+        late = f"{tracer.nonce}2:Q 1 {os.getpid()} 0{tracer.nonce}Z\n"  # the closed one's
+        tracer.demux.feed(late.encode())
+        assert tracer.demux.unrouted == 1 and second.data == bytearray()
+    finally:
+        tracer.proc.kill()
+        tracer.proc.wait()

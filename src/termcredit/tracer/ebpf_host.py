@@ -56,6 +56,7 @@ class SessionTrace:
             time.sleep(SETTLE_S)
         self.closed = True
         records = split_records(bytes(self.data), self.nonce)
+        self.data = bytearray()  # the host tracer outlives its sessions: keep no bytes of them
         records.lost += self.lost
         conv = Converter(numbering(self.role), self.root, self.cwd, self.epoch_ns)
         lines = conv.convert(records)
@@ -98,7 +99,7 @@ class Demux:
             m = _LOST.fullmatch(line)
             if m:
                 self.lost += int(m.group(1))
-                for s in self.sessions.values():
+                for s in list(self.sessions.values()):  # follow() may add one meanwhile
                     if not s.closed:
                         s.lost += int(m.group(1))
             elif line.strip():
@@ -164,12 +165,14 @@ class HostTracer:
         while ``pid`` waits (before it forks), as with strace -p."""
         if self.proc is None or self.proc.poll() is not None:
             raise RuntimeError("the host tracer is not running")
-        with self._lock:
+        with self._lock:  # follow() alone changes the sessions; the reader only looks
             tag = tag_of(self._next, role)
             self._next += 1
-        s = SessionTrace(tag, pid, role, _readlink(f"/proc/{pid}/cwd"),
-                         time.time_ns() - time.monotonic_ns(), self.nonce, live={pid})
-        self.sessions[tag] = s
+            for old in [t for t, x in self.sessions.items() if x.closed]:
+                del self.sessions[old]  # its late records count as unrouted
+            s = SessionTrace(tag, pid, role, _readlink(f"/proc/{pid}/cwd"),
+                             time.time_ns() - time.monotonic_ns(), self.nonce, live={pid})
+            self.sessions[tag] = s
         # the probe runs inside this call: once it returns, pid is traced. Any other caller
         # (wrong key, or not in the host's PID namespace) only gets prctl's EINVAL
         _libc.prctl(ctypes.c_int(REGISTER), ctypes.c_ulong(pid), ctypes.c_ulong(tag),
