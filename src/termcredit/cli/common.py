@@ -1,4 +1,5 @@
-"""What every verb of the CLI shares: the stderr console, the log line, the backend flags."""
+"""What every verb of the CLI shares: the stderr console, the log line, the backend and tracer
+flags."""
 
 from __future__ import annotations
 
@@ -32,3 +33,13 @@ def add_backend_flags(p: argparse.ArgumentParser, default: str | None,
     p.add_argument("--ray-address", metavar="HOST:PORT",
                    help="the Ray cluster (default $RAY_ADDRESS, else the one started on this "
                    "machine with `ray start --head`)")
+
+
+def add_tracer_flag(p: argparse.ArgumentParser, default: str | None, shown_default: str) -> None:
+    from ..tracer.choice import TRACER_CHOICES
+
+    p.add_argument("--tracer", choices=TRACER_CHOICES, default=default,
+                   help="what traces the sandboxes: strace (ptrace), ebpf (kernel tracepoints, "
+                   "on a host that allows it: root, bpftrace) or auto (ebpf where it can "
+                   "trace sandboxes, else strace, with a line saying why); default "
+                   + shown_default)

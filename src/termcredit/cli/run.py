@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from .common import add_backend_flags, console
+from .common import add_backend_flags, add_tracer_flag, console
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -23,7 +23,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                     command_timeout=args.command_timeout, image_map=args.image_map,
                     force_build=args.force_build, instance=args.instance,
                     backend=args.backend, ray_address=args.ray_address, registry=args.registry,
-                    network=args.network, hooks=default_hooks(),
+                    network=args.network, hooks=default_hooks(), tracer=args.tracer,
                     agent_options={k: getattr(args, k) for k in (
                         "base_url", "max_turns", "max_tokens", "temperature", "max_requests")})
     if args.resume:
@@ -59,6 +59,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> None:
                    "\"public\"/\"allowlist\"); it is left before verification unless the "
                    "task's [verifier] network_mode asks too. Default: no network for anyone")
     r.add_argument("--json", action="store_true", help="print result.json to stdout")
+    add_tracer_flag(r, "auto", "auto (a resumed run: its own)")
     r.add_argument("--resume", metavar="DIR", help="finish a killed run in DIR with its "
                    "config.toml: trials with a result.json are kept, the others run again "
                    "(their partial folders moved aside as attempt-<k>.killed-<n>)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.text import Text
 
 from ..show import shown
-from .common import add_backend_flags, console, log
+from .common import add_backend_flags, add_tracer_flag, console, log
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -32,6 +32,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         cfg = load_config(args.config, overrides)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir = Path(args.out or Path("runs") / f"{stamp}-train-{cfg.algo}")
+    if args.tracer:  # on top of the config's [sandbox] table
+        cfg.sandbox["tracer"] = args.tracer
+        cfg = load_config(None, cfg.to_dict())
     if args.backend or args.ray_address:  # on top of the config's [rollout] table
         cfg.rollout.update({k: v for k, v in (("backend", args.backend),
                                               ("ray_address", args.ray_address)) if v})
@@ -69,6 +72,7 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--resume", metavar="DIR", help="continue a killed run from its last "
                     "checkpoint")
     add_backend_flags(tr, None, "the config's [rollout] backend, else local")
+    add_tracer_flag(tr, None, "the config's [sandbox] tracer, else auto")
     tr.set_defaults(func=_cmd_train)
 
 

@@ -38,6 +38,7 @@ from rich.text import Text
 from ..records import TrialResult
 from ..sandbox import ImageBuildError
 from ..tasks import Task, load_task
+from ..tracer.choice import DEFAULT_TRACER, check_choice, resolve_tracer
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings
@@ -66,6 +67,7 @@ class RunConfig:
     ray_address: str | None = None  # ray: the cluster (None: $RAY_ADDRESS, else the local one)
     registry: str | None = None  # ray: pull task images from here before building them
     network: str | None = None  # a Docker network granted to tasks that permit one (--network)
+    tracer: str = DEFAULT_TRACER  # [sandbox] tracer: auto | ebpf | strace (tracer/choice.py)
     # passed to every trial's episode (harness/hooks.py); not a setting of the run's files
     hooks: Hooks = NO_HOOKS
 
@@ -93,8 +95,11 @@ def write_config(cfg: RunConfig, out: Path, run_id: str,
         "backend": cfg.backend if cfg.backend != "local" else None, "registry": cfg.registry,
         "network": cfg.network,
     }
+    tables: dict[str, Any] = {"run": {k: v for k, v in items.items() if v is not None}}
+    if cfg.tracer != DEFAULT_TRACER:  # auto: no table, as before the setting existed
+        tables["sandbox"] = {"tracer": cfg.tracer}
     tmp = out / "config.toml.tmp"
-    tmp.write_text(tomli_w.dumps({"run": {k: v for k, v in items.items() if v is not None}}))
+    tmp.write_text(tomli_w.dumps(tables))
     tmp.replace(out / "config.toml")
 
 
@@ -112,6 +117,16 @@ def read_config(out: Path) -> dict[str, Any]:
     return data
 
 
+def read_tracer(out: Path) -> str:
+    """The [sandbox] tracer of ``out/config.toml`` (auto where the run set none)."""
+    try:
+        table = tomllib.loads((out / "config.toml").read_text()).get("sandbox", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return DEFAULT_TRACER
+    value = table.get("tracer", DEFAULT_TRACER) if isinstance(table, dict) else DEFAULT_TRACER
+    return check_choice(value, f"{out / 'config.toml'}: [sandbox] tracer")
+
+
 def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     """The config to resume the run in ``out``, from its config.toml.
 
@@ -120,7 +135,8 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
     with another value is an error (the kept trials would not match the new ones); concurrency,
     image map, force_build, agent options given (a model server's new URL) and the backend
     given apply to the rest of the run (the backend left at local takes the run's: trials
-    are the same on either); the network given replaces the run's, else the run's is kept.
+    are the same on either; so does the tracer left at auto); the network given replaces the
+    run's, else the run's is kept.
     """
     data = read_config(out)
     given = given or RunConfig(tasks=[])
@@ -152,6 +168,7 @@ def resume_config(out: Path, given: RunConfig | None = None) -> RunConfig:
                      backend=backend, ray_address=given.ray_address,
                      registry=given.registry or data.get("registry"),
                      network=given.network or data.get("network"), hooks=given.hooks,
+                     tracer=given.tracer if given.tracer != DEFAULT_TRACER else read_tracer(out),
                      **values)
 
 
@@ -195,6 +212,9 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     console = console or Console(stderr=True, soft_wrap=True)
     # fail on a bad agent (or agent option) before any container
     agent_factory = make_agent_factory(cfg.agent, cfg.agent_options)
+    _tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+    if note:
+        console.print(Text(note, style="dim"))
     if cfg.network is not None:
         if cfg.backend != "local":
             raise ValueError("--network works with the local backend only")

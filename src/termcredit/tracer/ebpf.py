@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .ebpf_format import Converter, Records, split_records
@@ -84,48 +85,20 @@ class EbpfTracer:
         # the root's cwd before tracing: what strace's -y would read from /proc
         self.cwd = _readlink(f"/proc/{self.root_pid}/cwd")
         self.epoch_ns = time.time_ns() - time.monotonic_ns()  # bpftrace's nsecs: CLOCK_MONOTONIC
-        with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
-            f.write(program(self.root_pid, self.nonce, self.role))
-            self._prog = f.name
-        # 16 MiB of perf buffer per CPU: bpftrace's default (64 pages) loses records in
-        # bursts (a shell start-up's ld.so opens); losses are still counted and flagged.
-        # More map keys than the default 4096: a map holds one entry per live traced task
-        env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN), BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES),
-                   BPFTRACE_MAP_KEYS_MAX=str(MAP_KEYS))
-        self.proc = subprocess.Popen(["bpftrace", "-q", self._prog], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, start_new_session=True)
-        try:  # room for the batches the reader leaves in the pipe (see _drain)
-            fcntl.fcntl(self.proc.stdout.fileno(), F_SETPIPE_SZ, PIPE_BYTES)  # type: ignore[union-attr]
-        except OSError:
-            pass
+        self.proc, self._prog = launch(program(self.root_pid, self.nonce, self.role), MAP_KEYS)
         self._readers = [threading.Thread(target=_drain, args=(s, b), daemon=True)
                          for s, b in ((self.proc.stdout, self._out), (self.proc.stderr, self._err))]
         for t in self._readers:
             t.start()
         ready = self.nonce.encode() + b"R"
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while ready not in self._out:
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("bpftrace did not start: " + bytes(self._err[-500:]).decode(
-                    "utf-8", "replace").strip())
-            time.sleep(0.05)
-        _idle(self.proc.pid)
+        if not wait_ready(self.proc, lambda: ready in self._out):
+            self.stop()
+            raise RuntimeError("bpftrace did not start: " + _tail(self._err))
 
     def stop(self) -> EbpfResult:
         """Detach (SIGINT: bpftrace drains its buffers and exits) and convert."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for t in getattr(self, "_readers", []):
-            t.join(timeout=10)
-        if getattr(self, "_prog", None):
-            os.unlink(self._prog)
-            self._prog = ""
+        detach(self.proc, getattr(self, "_readers", []), getattr(self, "_prog", ""))
+        self._prog = ""
         records = split_records(bytes(self._out), self.nonce)
         return self.convert(records)
 
@@ -134,6 +107,56 @@ class EbpfTracer:
                          getattr(self, "epoch_ns", 0))
         lines = conv.convert(records)
         return EbpfResult(lines, records.lost, len(records.stray), conv.unpaired)
+
+
+def launch(text: str, map_keys: int) -> tuple[subprocess.Popen[bytes], str]:
+    """bpftrace running program ``text`` (written to a file only root reads), and that file."""
+    with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
+        f.write(text)
+    # 16 MiB of perf buffer per CPU: bpftrace's default (64 pages) loses records in
+    # bursts (a shell start-up's ld.so opens); losses are still counted and flagged.
+    # More map keys than the default 4096: a map holds one entry per live traced task
+    env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN), BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES),
+               BPFTRACE_MAP_KEYS_MAX=str(map_keys))
+    proc = subprocess.Popen(["bpftrace", "-q", f.name], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
+    try:  # room for the batches the reader leaves in the pipe (see _drain)
+        fcntl.fcntl(proc.stdout.fileno(), F_SETPIPE_SZ, PIPE_BYTES)  # type: ignore[union-attr]
+    except OSError:
+        pass
+    return proc, f.name
+
+
+def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool]) -> bool:
+    """Whether ``ready()`` came true before bpftrace exited or START_TIMEOUT_S passed; once
+    it has, bpftrace goes to the idle class (see _idle)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    _idle(proc.pid)
+    return True
+
+
+def detach(proc: subprocess.Popen[bytes] | None, readers: list[threading.Thread],
+           prog: str) -> None:
+    """Stop bpftrace (SIGINT: it drains its buffers and exits), its readers, its file."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for t in readers:
+        t.join(timeout=10)
+    if prog:
+        os.unlink(prog)
+
+
+def _tail(err: bytearray) -> str:
+    return bytes(err[-500:]).decode("utf-8", "replace").strip()
 
 
 def _idle(pid: int) -> None:

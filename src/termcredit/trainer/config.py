@@ -12,10 +12,12 @@ import tomli_w
 
 from ..estimators import INTEGRITY_POLICIES, parse_spec
 from ..harness.backend import BACKENDS, BackendSettings
+from ..tracer.choice import DEFAULT_TRACER, check_choice
 from .rollout import RolloutConfig
 
 # [rollout] keys that say where the sandboxes run (harness/backend.py), not how turns go
 BACKEND_KEYS = ("backend", "ray_address", "registry")
+SANDBOX_KEYS = {"tracer"}
 
 
 @dataclass
@@ -62,6 +64,8 @@ class TrainConfig:
     loss: dict[str, Any] = field(default_factory=dict)  # LossConfig fields
     # RolloutConfig fields, and backend = "local" | "ray" (ray_address, registry: BACKEND_KEYS)
     rollout: dict[str, Any] = field(default_factory=dict)
+    # [sandbox]: tracer = "auto" | "ebpf" | "strace" (tracer/choice.py)
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         where = "field 'algo'" + (" with [estimator]" if self.estimator else "")
@@ -83,6 +87,13 @@ class TrainConfig:
             if not isinstance(self.rollout.get(key, ""), str):
                 raise ConfigError(f"field 'rollout.{key}': a string, not "
                                   f"{self.rollout[key]!r}")
+        unknown = sorted(set(self.sandbox) - SANDBOX_KEYS)
+        if unknown:
+            raise ConfigError(f"field 'sandbox': unknown setting(s) {unknown}")
+        try:
+            check_choice(self.sandbox.get("tracer", DEFAULT_TRACER), "field 'sandbox.tracer'")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
         if self.sft_data is not None and not Path(self.sft_data).is_file():
             raise ConfigError(f"field 'sft_data': {self.sft_data}: no such file")
         if self.sft_steps < 1:
@@ -93,6 +104,10 @@ class TrainConfig:
 
     def rollout_config(self) -> RolloutConfig:
         return RolloutConfig(**{k: v for k, v in self.rollout.items() if k not in BACKEND_KEYS})
+
+    @property
+    def tracer(self) -> str:
+        return str(self.sandbox.get("tracer", DEFAULT_TRACER))
 
     def backend_settings(self) -> BackendSettings:
         r = self.rollout
@@ -108,7 +123,8 @@ class ConfigError(ValueError):
 
 
 def load_config(path: str | Path | None, overrides: dict[str, Any]) -> TrainConfig:
-    """TOML file (top-level keys = TrainConfig fields; [estimator]/[loss]/[rollout] tables),
+    """TOML file (top-level keys = TrainConfig fields; [estimator]/[loss]/[rollout]/[sandbox]
+    tables),
     then the command line's explicit values on top."""
     data: dict[str, Any] = {}
     if path:

@@ -32,6 +32,7 @@ from ..records import Trajectory
 from ..harness.backend import make_backend
 from ..sandbox import ImageMap
 from ..tasks import Task, find_tasks
+from ..tracer.choice import resolve_tracer
 from .checkpoint import latest_checkpoint, load_state, save_checkpoint
 from .config import TrainConfig, dump_config
 from .credit_metrics import credit_metrics, credit_metrics_for
@@ -115,6 +116,9 @@ class Trainer:
                  console: Console | None = None):
         self.cfg, self.run_dir = cfg, run_dir
         self.console = console or Console(stderr=True, soft_wrap=True)
+        _tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+        if note:
+            self._print_dim(note)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.toml").write_text(dump_config(cfg))
         torch.manual_seed(cfg.seed)

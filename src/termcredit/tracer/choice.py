@@ -1,0 +1,62 @@
+"""Which tracer a run's sandboxes use: ``[sandbox] tracer = "auto" | "ebpf" | "strace"``.
+
+``resolve_tracer`` turns the setting into the backend that runs (``strace`` or ``ebpf``) and
+the one line that says why, where the choice was not the user's own. ``ebpf`` where the host
+cannot run it is an error with the reason, never a quiet fall back to strace: the user asked
+for what strace cannot give (ptrace for the agent, tracing across setuid).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+TRACER_CHOICES = ("auto", "ebpf", "strace")
+DEFAULT_TRACER = "auto"
+
+# Whether a sandbox session can be traced by the eBPF backend end to end (the host tracer
+# shared by sessions, its lines fed to the shim's step ends). Until then ``auto`` is strace.
+EBPF_SESSIONS = False
+NOT_WIRED = "the eBPF tracer does not yet follow sandbox sessions end to end (issue #33)"
+
+
+class TracerUnavailable(ValueError):
+    """``tracer = "ebpf"`` on a host (or a build) that cannot trace sandboxes with it."""
+
+
+def check_choice(value: object, where: str = "tracer") -> str:
+    """``value`` when it is one of TRACER_CHOICES, else a ValueError naming ``where``."""
+    if value not in TRACER_CHOICES:
+        raise ValueError(f"{where}: must be one of {', '.join(map(repr, TRACER_CHOICES))}, "
+                         f"not {value!r}")
+    return str(value)
+
+
+def _ebpf_why_not() -> str | None:
+    from .ebpf import available
+
+    return available()
+
+
+def resolve_tracer(choice: str, why_not: Callable[[], str | None] | None = None,
+                   wired: bool | None = None) -> tuple[str, str | None]:
+    """(backend, note): the backend the sandboxes use for ``choice``, and a line to show
+    where ``auto`` decided (None when the user named the backend). ``why_not`` says why this
+    host cannot run eBPF (None: it can); ``wired`` stands for EBPF_SESSIONS (tests)."""
+    check_choice(choice)
+    why_not = why_not or _ebpf_why_not
+    wired = EBPF_SESSIONS if wired is None else wired
+    if choice == "strace":
+        return "strace", None
+    if choice == "ebpf":
+        why = why_not()
+        if why is not None:
+            raise TracerUnavailable(f"tracer 'ebpf' is unavailable on this host: {why}")
+        if not wired:
+            raise TracerUnavailable(f"tracer 'ebpf': {NOT_WIRED}; use 'strace' or 'auto'")
+        return "ebpf", None
+    if not wired:  # no probe of the host: its answer would change nothing
+        return "strace", f"tracer: strace (auto: {NOT_WIRED})"
+    why = why_not()
+    if why is not None:
+        return "strace", f"tracer: strace (auto: {why})"
+    return "ebpf", "tracer: ebpf (auto: this host can trace from the kernel)"
