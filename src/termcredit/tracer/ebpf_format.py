@@ -181,25 +181,9 @@ class Converter:
         chunks: list[list[int | bytes]] = []  # strings are read at the exit: maybe on another CPU
         timeline: list[tuple[int, int, object]] = []
         for i, (kind, nums, text) in enumerate(records.items):
-            try:
-                vals = [int(x) for x in nums]
-            except ValueError:
-                continue
-            if kind == b"C" and len(vals) >= 4:
-                call = self._call(vals, text)
-                if call is not None:
-                    enters[(call.tid, call.t)] = call
-                    timeline.append((call.t, i, (kind, call)))
-            elif kind == b"E" and len(vals) >= 3 and 0 <= vals[2] < len(self.names):
-                spec = SYSCALLS[self.names[vals[2]]]
-                e = Enter(vals[1], vals[0], vals[2], vals[3 : 3 + len(spec)])
-                e.files = _fd_files(spec, vals[3 + len(spec):])
-                enters[(e.tid, e.t)] = e
-                timeline.append((e.t, i, e))
-            elif kind == b"S" and len(vals) == 4:
-                chunks.append([*vals, text])
-            elif (kind == b"X" and len(vals) == 4) or (kind in (b"F", b"Q") and len(vals) == 3):
-                timeline.append((vals[0], i, (kind, vals)))
+            item = self.read(i, kind, nums, text, enters, chunks)
+            if item is not None:
+                timeline.append(item)
         for t, tid, i, k, text in chunks:
             e2 = enters.get((tid, t))  # type: ignore[arg-type]
             if e2 is not None:
@@ -207,24 +191,53 @@ class Converter:
         timeline.sort(key=lambda x: (x[0], x[1]))
         lines: list[str] = []
         for _, _, item in timeline:
-            if isinstance(item, Enter):
-                self.pending[item.tid] = item
-                continue
-            kind, vals = item  # type: ignore[misc]
-            line = None
-            if kind == b"C":
-                line = self._line(vals, vals.ret)
-            elif kind == b"F":
-                self._fork(vals[1], vals[2])
-            elif kind == b"Q":
-                line = self._exit(vals[0], vals[1], vals[2])
-            else:
-                line = self._finish(vals[1], vals[2], vals[3])
+            line = self.replay(item)
             if line is not None:
                 lines.append(line)
         if records.lost:  # not a trace line: the parser counts it as malformed and flags it
-            lines.append(f"ebpf: lost {records.lost} events")
+            lines.append(lost_line(records.lost))
         return lines
+
+    def read(self, i: int, kind: bytes, nums: list[bytes], text: bytes,
+             enters: dict[tuple[int, int], Enter],
+             chunks: list[list[int | bytes]]) -> tuple[int, int, object] | None:
+        """Record ``i``: its place in the timeline ((time, i, item)), or None (an S chunk,
+        put in ``chunks``; a malformed record). Calls are also put in ``enters``."""
+        try:
+            vals = [int(x) for x in nums]
+        except ValueError:
+            return None
+        if kind == b"C" and len(vals) >= 4:
+            call = self._call(vals, text)
+            if call is not None:
+                enters[(call.tid, call.t)] = call
+                return (call.t, i, (kind, call))
+        elif kind == b"E" and len(vals) >= 3 and 0 <= vals[2] < len(self.names):
+            spec = SYSCALLS[self.names[vals[2]]]
+            e = Enter(vals[1], vals[0], vals[2], vals[3 : 3 + len(spec)])
+            e.files = _fd_files(spec, vals[3 + len(spec):])
+            enters[(e.tid, e.t)] = e
+            return (e.t, i, e)
+        elif kind == b"S" and len(vals) == 4:
+            chunks.append([*vals, text])
+        elif (kind == b"X" and len(vals) == 4) or (kind in (b"F", b"Q") and len(vals) == 3):
+            return (vals[0], i, (kind, vals))
+        return None
+
+    def replay(self, item: object) -> str | None:
+        """One timeline item, in time order: its strace line, if it makes one."""
+        if isinstance(item, Enter):
+            self.pending[item.tid] = item
+            return None
+        kind, vals = item  # type: ignore[misc]
+        if kind == b"C":
+            return self._line(vals, vals.ret)
+        if kind == b"F":
+            self._fork(vals[1], vals[2])
+            return None
+        if kind == b"Q":
+            return self._exit(vals[0], vals[1], vals[2])
+        return self._finish(vals[1], vals[2], vals[3])
 
     # ------------------------------------------------------------------ state
     def _task(self, tid: int) -> Task:
@@ -358,6 +371,12 @@ class Converter:
             return "-100" if cwd is None else "-100" + annotate(cwd)  # type: ignore[arg-type]
         path = self.files.get(key) if key != (0, 0) else None
         return str(v) if path is None else f"{v}{annotate(path)}"
+
+
+def lost_line(n: int) -> str:
+    """The line for ``n`` events the kernel dropped: not a trace line, so the parser counts
+    it as malformed and flags the segment it falls in."""
+    return f"ebpf: lost {n} events"
 
 
 def _fd_files(spec: tuple[tuple[str, str], ...], vals: list[int]) -> dict[int, FileKey]:
