@@ -11,6 +11,7 @@ import pytest
 from termcredit.tracer.ebpf_host import Demux, HostTracer, SessionTrace
 from termcredit.tracer.ebpf_program import numbering, record_size
 from termcredit.tracer.ebpf_shared import REGISTER, shared_program, tag_of
+from termcredit.tracer.ebpf_stream import WINDOW_NS
 from termcredit.tracer.session import summarize_segment
 
 N = "n0nce"
@@ -132,3 +133,18 @@ def test_sessions_get_fresh_tags_and_closed_ones_are_forgotten():
     finally:
         tracer.proc.kill()
         tracer.proc.wait()
+
+
+def test_a_session_streams_its_lines_while_it_runs_and_close_gives_the_rest():
+    s = sessions()
+    d = Demux(N, s)
+    d.feed(b"".join(STREAM[:5]) + b"Lost 2 events\n")
+    # the fork (t=10) is not due at t=0; the loss flags the lines of now
+    assert s[A].lines(now_ns=0) == ["ebpf: lost 2 events"]
+    d.feed(b"".join(STREAM[5:]))
+    assert s[A].lines(now_ns=12 + WINDOW_NS) == [
+        '101 0.000000 openat(-100</w>, "out", 0x241, 0644) = 3</w/out>']
+    rest = s[A].close(timeout=0)  # the exit (t=13) was not due yet
+    assert rest.lines == ["101 0.000000 +++ exited with 0 +++"]
+    assert (rest.lost, rest.stray, rest.unpaired) == (2, 0, 0)
+    assert bytes(s[A].data) == b""  # nothing kept once taken

@@ -4,6 +4,8 @@
 ``follow(pid, role)`` registers a process tree, from this (host) process, and returns its
 ``SessionTrace``; ``SessionTrace.close()`` waits for the tree to end and returns its strace
 lines (``EbpfResult``), converted by the same ``Converter`` as the one-shot ``EbpfTracer``.
+``SessionTrace.lines()`` gives them while the tree runs instead (``ebpf_stream``: for step
+ends found from markers as they happen); ``close()`` then returns the rest.
 
 Output is demultiplexed as it is read (``Demux``): each record goes to the session its tag
 names, untagged of its tag, so each session's bytes are what ``ebpf_format`` reads for a
@@ -23,9 +25,10 @@ from dataclasses import dataclass, field
 
 from .ebpf import (BATCH_S, PIPE_BYTES, EbpfResult, _readlink, _tail, available, detach, launch,
                    wait_ready)
-from .ebpf_format import _LOST, Converter, split_records
+from .ebpf_format import _LOST, Converter, Records, split_records
 from .ebpf_program import numbering
 from .ebpf_shared import KEY_BITS, REGISTER, shared_program, tag_of
+from .ebpf_stream import StreamConverter
 
 MAP_KEYS = 65536  # live traced tasks of every session at once (each sandbox: 1024 pids at most)
 SETTLE_S = 0.3  # after a tree's last exit: records of its tasks still in another CPU's buffer
@@ -48,19 +51,55 @@ class SessionTrace:
     registered: threading.Event = field(default_factory=threading.Event)
     ended: threading.Event = field(default_factory=threading.Event)
     closed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)  # data, lost: Demux writes
+    stream: StreamConverter | None = None  # once lines() was called
+    stray: int = 0
+    _lost_fed: int = 0
 
     def close(self, timeout: float = 30.0) -> EbpfResult:
         """The session's lines, once its last task exited (or ``timeout`` passed: a task still
-        running stays traced in the kernel, and its later records are dropped as unrouted)."""
+        running stays traced in the kernel, and its later records are dropped as unrouted).
+        After ``lines()``: only the lines it has not returned yet."""
         if self.ended.wait(timeout):
             time.sleep(SETTLE_S)
         self.closed = True
-        records = split_records(bytes(self.data), self.nonce)
-        self.data = bytearray()  # the host tracer outlives its sessions: keep no bytes of them
-        records.lost += self.lost
-        conv = Converter(numbering(self.role), self.root, self.cwd, self.epoch_ns)
-        lines = conv.convert(records)
-        return EbpfResult(lines, records.lost, len(records.stray), conv.unpaired)
+        if self.stream is not None:
+            self._feed()
+            lines = self.stream.finish()
+            conv, lost = self.stream.conv, self.stream.lost
+        else:
+            records = self._take()
+            conv = self._converter()
+            lines, lost = conv.convert(records), records.lost
+            self.stray += len(records.stray)
+        return EbpfResult(lines, lost, self.stray, conv.unpaired)
+
+    def lines(self, now_ns: int | None = None) -> list[str]:
+        """The lines of the records due by ``now_ns`` (the monotonic clock by default; see
+        ``StreamConverter.poll``), in time order, not returned before."""
+        if self.stream is None:
+            self.stream = StreamConverter(self._converter())
+        self._feed()
+        return self.stream.poll(now_ns)
+
+    def _feed(self) -> None:
+        records = self._take()
+        self.stray += len(records.stray)
+        assert self.stream is not None
+        self.stream.feed(records)
+
+    def _take(self) -> Records:
+        """The records come so far, with the events lost meanwhile; the host tracer outlives
+        its sessions: it keeps no bytes of them once taken."""
+        with self.lock:
+            data, self.data = bytes(self.data), bytearray()
+            lost, self._lost_fed = self.lost - self._lost_fed, self.lost
+        records = split_records(data, self.nonce)
+        records.lost += lost
+        return records
+
+    def _converter(self) -> Converter:
+        return Converter(numbering(self.role), self.root, self.cwd, self.epoch_ns)
 
 
 class Demux:
@@ -101,7 +140,8 @@ class Demux:
                 self.lost += int(m.group(1))
                 for s in list(self.sessions.values()):  # follow() may add one meanwhile
                     if not s.closed:
-                        s.lost += int(m.group(1))
+                        with s.lock:
+                            s.lost += int(m.group(1))
             elif line.strip():
                 self.stray.append(line[:200])
 
@@ -129,7 +169,8 @@ class Demux:
                 s.live.discard(int(nums[1]))
                 if not s.live:
                     s.ended.set()
-        s.data += self.n + rest + self.end
+        with s.lock:
+            s.data += self.n + rest + self.end
 
 
 class HostTracer:
