@@ -15,12 +15,14 @@ goes to every session open at that moment, which flags them all (never a silent 
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import secrets
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .ebpf import (BATCH_S, PIPE_BYTES, EbpfResult, _readlink, _tail, available, detach, launch,
@@ -237,3 +239,37 @@ class HostTracer:
         for chunk in iter(lambda: self.proc.stderr.read1(1 << 16), b""):  # type: ignore[union-attr]
             self._err += chunk
 
+
+
+_host: HostTracer | None = None
+_host_lock = threading.Lock()
+_atexit_done = False
+
+
+def host_tracer(make: Callable[[], HostTracer] = HostTracer) -> HostTracer:
+    """This process's one ``HostTracer``, started on the first call (its start takes tens of
+    seconds: paid once per harness, not per session) and stopped when the process exits.
+    A tracer that has died is replaced; one that fails to start raises, and the next call
+    tries again."""
+    global _host, _atexit_done
+    with _host_lock:  # sessions start from several threads: start one program, not several
+        if _host is not None and _host.proc is not None and _host.proc.poll() is None:
+            return _host
+        if _host is not None:  # died (bpftrace killed): free its readers and program file
+            _host.stop()
+            _host = None
+        tracer = make()
+        tracer.start()
+        if not _atexit_done:
+            atexit.register(_stop_host)
+            _atexit_done = True
+        _host = tracer
+        return tracer
+
+
+def _stop_host() -> None:
+    global _host
+    with _host_lock:
+        if _host is not None:
+            _host.stop()
+            _host = None
