@@ -75,5 +75,5 @@ def test_a_failed_start_raises_and_the_next_call_tries_again() -> None:
 
 def test_exit_stops_the_running_tracer() -> None:
     tracer = host_tracer(Fake)
-    ebpf_host._stop_host()
+    ebpf_host.stop_host_tracer()
     assert tracer.stops == 1 and ebpf_host._host is None  # type: ignore[attr-defined]

@@ -261,13 +261,14 @@ def host_tracer(make: Callable[[], HostTracer] = HostTracer) -> HostTracer:
         tracer = make()
         tracer.start()
         if not _atexit_done:
-            atexit.register(_stop_host)
+            atexit.register(stop_host_tracer)
             _atexit_done = True
         _host = tracer
         return tracer
 
 
-def _stop_host() -> None:
+def stop_host_tracer() -> None:
+    """Stop this process's host tracer, if one runs (at exit; tests)."""
     global _host
     with _host_lock:
         if _host is not None:
