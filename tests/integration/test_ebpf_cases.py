@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from termcredit.tracer.ebpf import EbpfTracer, available
+from termcredit.tracer.ebpf_format import Converter, Records, split_records
+from termcredit.tracer.ebpf_stream import StreamConverter
 from termcredit.tracer.protocol import strace_argv
 from termcredit.tracer.session import summarize_segment
 
@@ -109,6 +111,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
             result = tracer.stop()
             assert (result.lost, result.stray, result.unpaired) == (0, 0, 0)
             text = result.text
+            out["ebpf raw"] = (tracer, bytes(tracer._out), result.lines)
         out[backend] = (root, seqs, text)
     return out
 
@@ -124,3 +127,22 @@ def test_case_summary_equals_strace(name: str, traces: dict[str, object]) -> Non
     assert got["ebpf"] == got["strace"]
     # and the case left something to compare: every case touches its directory
     assert any(any(s.values()) for s in got["ebpf"])
+
+
+def test_streamed_lines_equal_the_batch_lines(traces: dict[str, object]) -> None:
+    """The live session's records, replayed as they came out of bpftrace (in batches of 64,
+    polled at the newest record's time), give the lines the batch conversion gives."""
+    tracer, raw, batch = traces["ebpf raw"]  # type: ignore[misc]
+    records = split_records(raw, tracer.nonce)
+    conv = StreamConverter(Converter(tracer.numbering, tracer.root_pid, tracer.cwd,
+                                     tracer.epoch_ns))
+    lines: list[str] = []
+    newest = 0
+    for i in range(0, len(records.items), 64):
+        part = Records(records.items[i : i + 64])
+        newest = max([newest, *(int(nums[0]) for _, nums, _ in part.items if nums)])
+        conv.feed(part)
+        lines += conv.poll(now_ns=newest)
+    lines += conv.finish()
+    assert len(batch) > 1000  # the whole fixture session: every case's commands
+    assert (lines, conv.late, conv.dropped_strings) == (batch, 0, 0)
