@@ -6,10 +6,14 @@ How a negative Â_i (a failed episode) is spread, ``negative``:
 - ``"graph"`` (default): by the same credit as a positive one;
 - ``"uniform"``: GRPO's unit weights;
 - ``"errors"``: only over the steps whose command failed (exit status ≠ 0 or timed out),
-  token-normalised like the graph's weights; graph weights where no command failed.
+  token-normalised like the graph's weights; graph weights where no command failed;
+- ``"destroyers"``: only over the steps that deleted, truncated, overwrote, moved away or
+  unset something a later step needed (``depgpo/destroyers.py``), token-normalised likewise;
+  graph weights where no step did.
 Why: the graph credits what reached the verifier, and in a failed episode that is often the
-correct early work, while the command at fault (a garbled one that errored and wrote nothing)
-gets no credit and so no blame (measured on the credit tier: docs/credit-tier.md)."""
+correct early work, while the command at fault (a garbled one that errored and wrote nothing,
+or a decoy that deleted what a later step read) gets no credit and so no blame (measured on
+the credit and horizon tiers: docs/credit-tier.md)."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 
 from ..depgpo import DepGPOConfig, StepWeights
 from ..depgpo.analysis import analysis_of, kept_analysis
+from ..depgpo.destroyers import destroyers
 from ..records import Trajectory
 from . import EstimatorResult, register
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
@@ -39,22 +44,36 @@ def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
     return stats
 
 
-NEGATIVE = ("graph", "uniform", "errors")
+NEGATIVE = ("graph", "uniform", "errors", "destroyers")
 
 
-def error_weights(traj: Trajectory, sw: StepWeights) -> list[float] | None:
-    """1 on the steps whose command failed (exit status ≠ 0 or timed out), 0 elsewhere,
-    scaled so that Σ n_t w_t = Σ n_t (the token-weighted mean stays Â); None when no step's
-    command failed or the failed ones have no tokens."""
-    by_index = {s.index: s for s in traj.steps}
-    failed = [float(by_index[i].command is not None
-                    and (by_index[i].command.exit_code != 0 or by_index[i].command.timed_out))
-              for i in sw.steps]
-    weighted = sum(n * f for n, f in zip(sw.n_tokens, failed))
+def only_weights(sw: StepWeights, chosen: Sequence[bool]) -> list[float] | None:
+    """1 on the chosen steps (in ``sw.steps``' order), 0 elsewhere, scaled so that
+    Σ n_t w_t = Σ n_t (the token-weighted mean stays Â); None when none is chosen or the
+    chosen ones have no tokens."""
+    flags = [float(c) for c in chosen]
+    weighted = sum(n * f for n, f in zip(sw.n_tokens, flags))
     if not weighted > 0:
         return None
     scale = sum(sw.n_tokens) / weighted
-    return [f * scale for f in failed]
+    return [f * scale for f in flags]
+
+
+def error_weights(traj: Trajectory, sw: StepWeights) -> list[float] | None:
+    """``only_weights`` on the steps whose command failed (exit status ≠ 0 or timed out)."""
+    by_index = {s.index: s for s in traj.steps}
+    return only_weights(sw, [by_index[i].command is not None
+                             and (by_index[i].command.exit_code != 0
+                                  or by_index[i].command.timed_out) for i in sw.steps])
+
+
+def destroyer_weights(traj: Trajectory, cfg: DepGPOConfig, sw: StepWeights
+                      ) -> list[float] | None:
+    """``only_weights`` on the steps that destroyed what a later step needed, from the
+    trajectory's own analysis (its dependencies) under ``cfg``."""
+    deps = analysis_of(traj, cfg).graph
+    steps = {deps.commands[c].index for c in destroyers(deps)}
+    return only_weights(sw, [i in steps for i in sw.steps])
 
 
 @register("depgpo")
@@ -87,6 +106,8 @@ class DepGPO:
             return [1.0] * len(sw.w)
         if self.negative == "errors":
             return error_weights(traj, sw) or sw.w
+        if self.negative == "destroyers":
+            return destroyer_weights(traj, self.cfg, sw) or sw.w
         return sw.w
 
     def __call__(self, group: Group) -> EstimatorResult:
