@@ -14,7 +14,6 @@ trainer and the ``openai:`` agent use, so a reply means the same in every engine
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,13 +21,14 @@ from typing import Any, Protocol
 from ..depgpo.trial_hook import default_hooks
 from ..estimators.depgpo import DepGPO
 from ..estimators.rewards import training_reward
-from ..harness.episode import Episode, task_spec
-from ..records import TokenLayout, Trajectory
-from ..sandbox import SandboxPool, docker_client, ensure_base_image
-from ..tasks import Task
-from ..tasks.build import build_image
 from ..harness.actions import SYSTEM_PROMPT
+from ..harness.backend import BackendSettings
+from ..harness.episode import Episode, task_spec
+from ..harness.runner import RunnerSettings, TrialRunner
 from ..harness.textenv import TextEnv
+from ..records import TokenLayout, Trajectory
+from ..sandbox import SandboxPool, docker_client, gc
+from ..tasks import Task
 
 
 @dataclass
@@ -104,39 +104,38 @@ class HarnessEpisode:
 
 @dataclass
 class HarnessEnvs:
-    """Opens ``HarnessEpisode``s: task images built once each (on the default base image),
-    sandboxes from one pool owned by ``run_id``."""
+    """Opens ``HarnessEpisode``s: task images built once per (task, instance) and sandboxes
+    from one pool owned by ``run_id``, both the one trial runner's (harness/runner.py; its
+    backend, local by default, and the default image map)."""
 
     run_id: str
-    client: Any = None
     max_turns: int = 6
     command_timeout: float = 20.0
     obs_chars: int = 600
-    ahead: int = 0
-    _images: dict[str, str] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    backend: BackendSettings = field(default_factory=BackendSettings)
 
     def __post_init__(self) -> None:
-        self.client = self.client or docker_client()
-        self.pool = SandboxPool(self.client, self.run_id, ahead=self.ahead)
+        self.runner = TrialRunner(RunnerSettings(self.backend, command_timeout=self.command_timeout),
+                                  self.run_id)
 
-    def image(self, task: Task) -> str:
-        with self._lock:  # one build per task, whichever thread asks first
-            if task.name not in self._images:
-                base = ensure_base_image(self.client)
-                self._images[task.name] = build_image(self.client, task, base_ref=base)
-            return self._images[task.name]
+    @property
+    def pool(self) -> Any:
+        return self.runner.pool
 
-    def open(self, task: Task, trial_dir: str | Path) -> HarnessEpisode:
-        return HarnessEpisode(task, self.image(task), self.pool, trial_dir,
+    def image(self, task: Task, instance: int = 0) -> str:
+        return self.runner.image(task, instance)
+
+    def open(self, task: Task, trial_dir: str | Path, instance: int = 0) -> HarnessEpisode:
+        return HarnessEpisode(task, self.image(task, instance), self.pool, trial_dir,
                               max_turns=self.max_turns, command_timeout=self.command_timeout,
-                              obs_chars=self.obs_chars)
+                              obs_chars=self.obs_chars, instance=instance)
 
     def close(self) -> None:
-        from ..sandbox import gc
-
-        self.pool.close()
-        gc(self.client, run_id=self.run_id)
+        """Every sandbox of the run removed: the runner closes its backend's pool, then (local
+        engine) whatever the run still owns is swept by its run id."""
+        self.runner.close()
+        if self.backend.name == "local":
+            gc(docker_client(), run_id=self.run_id)
 
 
 __all__ = ["HarnessEnvs", "HarnessEpisode", "Outcome", "SYSTEM_PROMPT", "TextEpisode"]
