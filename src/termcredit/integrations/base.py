@@ -14,6 +14,8 @@ trainer and the ``openai:`` agent use, so a reply means the same in every engine
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -125,9 +127,11 @@ class HarnessEnvs:
     def image(self, task: Task, instance: int = 0) -> str:
         return self.runner.image(task, instance)
 
-    def open(self, task: Task, trial_dir: str | Path, instance: int = 0) -> HarnessEpisode:
+    def open(self, task: Task, trial_dir: str | Path, instance: int = 0,
+             max_turns: int | None = None) -> HarnessEpisode:
         return HarnessEpisode(task, self.image(task, instance), self.pool, trial_dir,
-                              max_turns=self.max_turns, command_timeout=self.command_timeout,
+                              max_turns=max_turns or self.max_turns,
+                              command_timeout=self.command_timeout,
                               obs_chars=self.obs_chars, instance=instance)
 
     def close(self) -> None:
@@ -138,4 +142,39 @@ class HarnessEnvs:
             gc(docker_client(), run_id=self.run_id)
 
 
-__all__ = ["HarnessEnvs", "HarnessEpisode", "Outcome", "SYSTEM_PROMPT", "TextEpisode"]
+_POOLS: dict[str, HarnessEnvs] = {}  # run id -> its images and sandbox pool, per process
+_LOCK = threading.Lock()
+
+
+def setting(config: Any, key: str, default: Any) -> Any:
+    """A setting from an engine's config (a dict, an OmegaConf node or an object) or the
+    default."""
+    if config is None:
+        return default
+    value = config.get(key, default) if hasattr(config, "get") else getattr(config, key, default)
+    return default if value is None else value
+
+
+def envs_for(config: Any, engine: str) -> HarnessEnvs:
+    """The process's ``HarnessEnvs`` for the config's ``run_id`` (default: the engine's name
+    and the process id), created on first use: engines make environments one row at a time,
+    and every row of a process shares the images and the sandbox pool."""
+    run_id = str(setting(config, "run_id", f"{engine}-{os.getpid()}"))
+    with _LOCK:
+        if run_id not in _POOLS:
+            _POOLS[run_id] = HarnessEnvs(
+                run_id=run_id, command_timeout=float(setting(config, "command_timeout", 20.0)),
+                obs_chars=int(setting(config, "obs_chars", 600)))
+        return _POOLS[run_id]
+
+
+def close_all() -> None:
+    """Release every pool this process opened (their sandboxes removed)."""
+    with _LOCK:
+        for envs in _POOLS.values():
+            envs.close()
+        _POOLS.clear()
+
+
+__all__ = ["HarnessEnvs", "HarnessEpisode", "Outcome", "SYSTEM_PROMPT", "TextEpisode", "close_all",
+           "envs_for", "setting"]

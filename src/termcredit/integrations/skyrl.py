@@ -21,10 +21,8 @@ of the sandboxes; one pool per id and process). ``extras``: ``task_dir`` (requir
 
 from __future__ import annotations
 
-import os
 import secrets
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -33,38 +31,10 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from skyrl_gym.envs.registration import registry
 
 from ..tasks import load_task
-from .base import SYSTEM_PROMPT, HarnessEnvs, HarnessEpisode
+from .base import SYSTEM_PROMPT, HarnessEpisode, envs_for, setting
+from .base import close_all  # noqa: F401  (SkyRL users release the pools through this module)
 
 ENV_ID = "termcredit"
-_POOLS: dict[str, HarnessEnvs] = {}  # run id -> its images and sandbox pool, per process
-_LOCK = threading.Lock()
-
-
-def _get(config: Any, key: str, default: Any) -> Any:
-    """A setting from SkyRL's env config (a dict or an OmegaConf node) or the default."""
-    if config is None:
-        return default
-    value = config.get(key, default) if hasattr(config, "get") else getattr(config, key, default)
-    return default if value is None else value
-
-
-def envs_for(config: Any) -> HarnessEnvs:
-    """The process's ``HarnessEnvs`` for the config's run id (created on first use)."""
-    run_id = str(_get(config, "run_id", f"skyrl-{os.getpid()}"))
-    with _LOCK:
-        if run_id not in _POOLS:
-            _POOLS[run_id] = HarnessEnvs(
-                run_id=run_id, command_timeout=float(_get(config, "command_timeout", 20.0)),
-                obs_chars=int(_get(config, "obs_chars", 600)))
-        return _POOLS[run_id]
-
-
-def close_all() -> None:
-    """Release every pool this process opened (their sandboxes removed)."""
-    with _LOCK:
-        for envs in _POOLS.values():
-            envs.close()
-        _POOLS.clear()
 
 
 class TermcreditEnv(BaseTextEnv):
@@ -76,14 +46,12 @@ class TermcreditEnv(BaseTextEnv):
         if not task_dir:
             raise ValueError("termcredit env: extras.task_dir (a task directory) is required")
         self.task = load_task(task_dir)
-        self.max_turns = int(extras.get("max_turns") or _get(env_config, "max_turns", 6))
+        self.max_turns = int(extras.get("max_turns") or setting(env_config, "max_turns", 6))
         out = extras.get("trial_dir") or Path(
-            _get(env_config, "out_dir", tempfile.gettempdir())) / "termcredit-skyrl" / \
+            setting(env_config, "out_dir", tempfile.gettempdir())) / "termcredit-skyrl" / \
             f"{self.task.name.replace('/', '_')}-{secrets.token_hex(4)}"
-        envs = envs_for(env_config)
-        self.episode: HarnessEpisode = HarnessEpisode(
-            self.task, envs.image(self.task), envs.pool, out, max_turns=self.max_turns,
-            command_timeout=envs.command_timeout, obs_chars=envs.obs_chars)
+        self.episode: HarnessEpisode = envs_for(env_config, "skyrl").open(
+            self.task, out, max_turns=self.max_turns)
         self.finished: dict[str, Any] | None = None
 
     def init(self, prompt: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, Any]]:
