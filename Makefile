@@ -6,9 +6,13 @@ PY := $(VENV)/bin/python
 TC := $(VENV)/bin/termcredit
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
+# verl lives in its own venv: its transformers range (< 5.11) excludes the main venv's
+VENV_VERL ?= .venv-verl
+PY_VERL := $(VENV_VERL)/bin/python
+STAMP_VERL := $(VENV_VERL)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv system docker base test bench task graph view clean distclean browser
+.PHONY: help setup venv venv-verl system docker base test bench task graph view clean distclean browser
 
 help: ## list the targets
 	@echo "termcredit — make targets"
@@ -22,6 +26,14 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*; touch $@
 
 venv: $(STAMP) ## create .venv with pinned deps (torch==2.13.0 CPU)
+
+$(STAMP_VERL): pyproject.toml
+	@test -x $(PY_VERL) || $(PYTHON) -m venv $(VENV_VERL)
+	$(PY_VERL) -m pip install -q --upgrade pip
+	$(PY_VERL) -m pip install -q -e '.[verl]'
+	@rm -f $(VENV_VERL)/.installed-*; touch $@
+
+venv-verl: $(STAMP_VERL) ## create .venv-verl: verl 0.9.1 and termcredit (its estimators and agent loop; tests/verl)
 
 system: ## install debootstrap, graphviz and bpftrace if missing (apt, as root on Debian)
 	@bash scripts/ensure-system.sh
@@ -37,8 +49,9 @@ base: venv system docker ## build the default base image termcredit/base (bookwo
 
 setup: venv system docker base ## everything: venv, deps, system tools, Docker engine, base image
 
-test: setup ## run the test suite (unit + integration against real Docker)
+test: setup venv-verl ## run the test suite (unit + integration against real Docker), then tests/verl in .venv-verl
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY_VERL) -m pytest -q tests/verl
 
 bench: setup ## algorithms side by side (quick tier, < 30 min; TIER=credit: the claim, 3 seeds, CIs, < 3 h)
 	$(TC) bench --tier $(or $(TIER),quick)
@@ -67,4 +80,4 @@ mutants: venv ## mutation testing of the estimators, DepGPO credit, the loss and
 	@$(VENV)/bin/mutmut results
 
 distclean: clean ## clean, and remove the venv
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VENV_VERL)
