@@ -33,7 +33,7 @@ $(STAMP_VERL): pyproject.toml
 	$(PY_VERL) -m pip install -q -e '.[verl]'
 	@rm -f $(VENV_VERL)/.installed-*; touch $@
 
-venv-verl: $(STAMP_VERL) ## create .venv-verl: verl 0.9.1 and termcredit (its estimators and agent loop; tests/verl)
+venv-verl: $(STAMP_VERL) ## create .venv-verl: verl 0.9.1 and termcredit (its estimators and agent loop; tests/verl_env)
 
 system: ## install debootstrap, graphviz and bpftrace if missing (apt, as root on Debian)
 	@bash scripts/ensure-system.sh
@@ -49,9 +49,9 @@ base: venv system docker ## build the default base image termcredit/base (bookwo
 
 setup: venv system docker base ## everything: venv, deps, system tools, Docker engine, base image
 
-test: setup venv-verl ## run the test suite (unit + integration against real Docker), then tests/verl in .venv-verl
+test: setup venv-verl ## run the test suite (unit + integration against real Docker), then tests/verl_env in .venv-verl
 	$(PY) -m pytest -q $(PYTEST_ARGS)
-	$(PY_VERL) -m pytest -q tests/verl
+	$(PY_VERL) -m pytest -q tests/verl_env
 
 bench: setup ## algorithms side by side (quick tier, < 30 min; TIER=credit: the claim, 3 seeds, CIs, < 3 h)
 	$(TC) bench --tier $(or $(TIER),quick)

@@ -18,7 +18,8 @@ def modules_after(code: str) -> set[str]:
 
 def test_the_engine_neutral_modules_import_no_engine() -> None:
     loaded = modules_after("import termcredit, termcredit.cli, termcredit.integrations.base, "
-                           "termcredit.integrations.token_rewards")
+                           "termcredit.integrations.token_rewards, "
+                           "termcredit.integrations.step_facts")
     assert not loaded & set(ENGINES), loaded & set(ENGINES)
 
 

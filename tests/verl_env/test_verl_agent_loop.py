@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("verl", reason="verl lives in its own venv: `make venv-verl`, then "
-                    ".venv-verl/bin/python -m pytest tests/verl")
+                    ".venv-verl/bin/python -m pytest tests/verl_env")
 
 import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("verl", reason="verl lives in its own venv: `make venv-verl`, then "
-                    ".venv-verl/bin/python -m pytest tests/verl")
+                    ".venv-verl/bin/python -m pytest tests/verl_env")
 
 import torch  # noqa: E402
 from verl import DataProto  # noqa: E402
