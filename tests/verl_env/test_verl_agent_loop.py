@@ -17,8 +17,9 @@ pytest.importorskip("verl", reason="verl lives in its own venv: `make venv-verl`
 import torch  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
+import hydra  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import (DictConfigWrap,  # noqa: E402
-                                                     _agent_loop_registry)
+                                                     ToolListWrap, _agent_loop_registry)
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from termcredit.estimators.anchors import state_keys  # noqa: E402
@@ -105,11 +106,26 @@ def encoded(tokenizer: Any, end_id: int) -> list[list[int]]:
     return [tokenizer.encode(r, add_special_tokens=False) + [end_id] for r in REPLIES]
 
 
-def test_registered_by_name_and_in_its_yaml() -> None:
+def test_registered_by_name_and_in_its_yaml(tokenizer: Any) -> None:
     assert _agent_loop_registry["termcredit"]["_target_"] == \
         "termcredit.integrations.verl_agent.TermcreditAgentLoop"
     entry = OmegaConf.load(LOOPS_YAML)[0]
-    assert entry.name == "termcredit" and entry._target_.endswith("TermcreditAgentLoop")
+    assert entry.name == "termcredit"
+    # what verl's AgentLoopWorker does with a registry entry: hydra.utils.instantiate, settings
+    # from the entry, the rest from the worker
+    entry.max_turns = 4
+    config = OmegaConf.create({
+        "actor_rollout_ref": {"rollout": {"prompt_length": 64, "response_length": 64}},
+        "data": {}, "algorithm": {"adv_estimator": "grpo"}, "trainer": {}})
+
+    async def make():
+        return hydra.utils.instantiate(
+            config=entry, trainer_config=DictConfigWrap(config), server_manager=None,
+            tokenizer=tokenizer, processor=None, hf_model_type=None, dataset_cls=None,
+            data_config=DictConfigWrap(config.data), tools=ToolListWrap([]))
+    loop = asyncio.run(make())
+    assert isinstance(loop, TermcreditAgentLoop)
+    assert (loop.max_turns, loop.max_new_tokens, loop.estimator) == (4, 256, "grpo")
 
 
 def test_depgpo_row_token_by_token(tokenizer: Any) -> None:
