@@ -79,5 +79,5 @@ mutants: venv ## mutation testing of the estimators, DepGPO credit, the loss and
 	@echo "surviving mutants (mutmut show <name> for the diff):"
 	@$(VENV)/bin/mutmut results
 
-distclean: clean ## clean, and remove the venv
+distclean: clean ## clean, and remove the venvs
 	rm -rf $(VENV) $(VENV_VERL)

@@ -41,14 +41,14 @@ class FakeServer:
     """verl's server manager as the loop uses it: ``generate`` -> TokenOutput; each call's
     prompt and sampling parameters kept."""
 
-    def __init__(self, replies: list[list[int]]):
-        self.replies, self.calls = list(replies), []
+    def __init__(self, replies: list[list[int]], logprobs: bool = True):
+        self.replies, self.calls, self.logprobs = list(replies), [], logprobs
 
     async def generate(self, *, request_id: str, prompt_ids: list[int],
                        sampling_params: dict[str, Any], **_kw: Any) -> TokenOutput:
         self.calls.append((request_id, list(prompt_ids), dict(sampling_params)))
         ids = self.replies.pop(0)
-        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids))
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids) if self.logprobs else None)
 
 
 class ScriptedEpisode:
@@ -81,13 +81,13 @@ def tokenizer() -> Any:
 
 
 def run_loop(tokenizer: Any, estimator: str, replies: list[list[int]], use_v1: bool = True,
-             episode: Any = None, **settings: Any):
+             episode: Any = None, logprobs: bool = True, **settings: Any):
     """One row through the loop; ``episode``: the scripted one (default) or None for a real
     sandbox of hello-world (``settings``: the loop's, e.g. run_id, out_dir)."""
     config = OmegaConf.create({
         "actor_rollout_ref": {"rollout": {"prompt_length": 2048, "response_length": 1024}},
         "data": {}, "algorithm": {"adv_estimator": estimator}, "trainer": {"use_v1": use_v1}})
-    server = FakeServer(replies)
+    server = FakeServer(replies, logprobs)
     episode = ScriptedEpisode() if episode is None and not settings else episode
 
     async def go():
@@ -167,8 +167,10 @@ def test_gigpo_and_grpo_rows(tokenizer: Any) -> None:
     empty = f"a{code(state_keys(Trajectory(task='t', instruction='', agent='a', steps=[Step(0, '')]))[0], 24)}"
     assert [s.anchor_obs for s in steps] == [empty, empty]
     assert sum(out.token_rewards) == pytest.approx(1.0, abs=1e-9)
-    # verl's own estimators: R on the last loss token, as verl places a scalar reward
-    out, _s, _e = run_loop(tokenizer, "grpo", [a1, a2])
+    # verl's own estimators: R on the last loss token, as verl places a scalar reward; a server
+    # that gives no log-probs: none in the row (zeros would read as the rollout's)
+    out, _s, _e = run_loop(tokenizer, "grpo", [a1, a2], logprobs=False)
+    assert out.response_logprobs is None
     last = max(i for i, m in enumerate(out.response_mask) if m)
     assert out.token_rewards == [1.0 if i == last else 0.0 for i in range(len(out.response_mask))]
 

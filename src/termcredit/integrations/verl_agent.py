@@ -107,21 +107,22 @@ class TermcreditAgentLoop(AgentLoopBase):
             first = await self.loop.run_in_executor(None, ep.start)
             b = LayoutBuilder(layout.prompt_ids(SYSTEM_PROMPT, first))
             n_prompt = len(b.token_ids)
-            await self._play(ep, b, layout, n_prompt, sampling_params)
+            logprobs = await self._play(ep, b, layout, n_prompt, sampling_params)
             outcome = await self.loop.run_in_executor(None, ep.finish, b.layout)
         except BaseException:  # interrupted or crashed: keep the steps, free the sandbox
             episode = getattr(ep, "episode", None)
             if episode is not None:
                 episode.abandon()
             raise
-        return self._output(b.layout, n_prompt, outcome, len(outcome.trajectory.steps))
+        return self._output(b.layout, n_prompt, outcome, len(outcome.trajectory.steps), logprobs)
 
     async def _play(self, ep: TextEpisode, b: LayoutBuilder, layout: ChatLayout, n_prompt: int,
-                    sampling_params: dict[str, Any]) -> None:
+                    sampling_params: dict[str, Any]) -> bool:
         """Turns until the episode ends or the response has no room for another reply and its
-        closing observation; every reply is followed by its observation (mask 0)."""
+        closing observation; every reply is followed by its observation (mask 0). Returns
+        whether the server gave every reply's log-probs."""
         request_id = uuid4().hex  # one id per episode: verl keeps a session on one server
-        done = False
+        done, logprobs = False, True
         while not done:
             room = self.response_length - (len(b.token_ids) - n_prompt) - SLOTS
             if room < 1:
@@ -131,21 +132,24 @@ class TermcreditAgentLoop(AgentLoopBase):
                                                      prompt_ids=list(b.token_ids),
                                                      sampling_params=params)
             ids = list(out.token_ids)
+            logprobs = logprobs and out.log_probs is not None
             finished = bool(ids) and ids[-1] == layout.end_id
             b.add_action(ids, out.log_probs)
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             obs, done = await self.loop.run_in_executor(
                 None, lambda: ep.act(text, truncated=not finished))
             b.add_observation(layout.observation_ids(obs, after_truncated=not finished))
+        return logprobs
 
-    def _output(self, lay: TokenLayout, n_prompt: int, outcome: Outcome,
-                steps: int) -> TermcreditOutput:
-        """verl's row: the response cut to ``response_length``, token rewards on that cut."""
+    def _output(self, lay: TokenLayout, n_prompt: int, outcome: Outcome, steps: int,
+                logprobs: bool) -> TermcreditOutput:
+        """verl's row: the response cut to ``response_length``, token rewards on that cut; no
+        log-probs unless the server gave them (zeros would read as the rollout's own)."""
         end = n_prompt + self.response_length
         mask = lay.loss_mask[n_prompt:end]
         return TermcreditOutput(
             prompt_ids=lay.token_ids[:n_prompt], response_ids=lay.token_ids[n_prompt:end],
-            response_mask=mask, response_logprobs=lay.logprobs[n_prompt:end],
+            response_mask=mask, response_logprobs=lay.logprobs[n_prompt:end] if logprobs else None,
             reward_score=outcome.reward, token_rewards=token_rewards(self.estimator, outcome, mask),
             num_turns=2 * steps + 1, metrics={},
             extra_fields={"step_weights": outcome.step_weights, "infra": outcome.infra,
