@@ -71,3 +71,11 @@ def sampled_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature:
     targets = torch.nn.functional.pad(input_ids[:, 1:], (0, 1))
     lp = _SampledLogProbs.apply(logits, targets, float(t), chunk)
     return torch.nn.functional.pad(lp[:, :-1], (1, 0))
+
+
+def target_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0,
+                    *, chunk: int = CHUNK_ROWS) -> torch.Tensor:
+    """logits [N, V] and the token each row predicts [N] -> log p(target) [N] in float32 (the
+    rows already paired: no shift). ``temperature`` 0 or 1: the raw distribution."""
+    t = temperature if temperature > 0 else 1.0
+    return _SampledLogProbs.apply(logits[None], targets[None], float(t), chunk)[0]

@@ -31,7 +31,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from .logprobs import sampled_logprobs
+from .logprobs import sampled_logprobs, target_logprobs
 from .tiny import CHATML_TEMPLATE, SIZES, cache_root, ensure_tiny
 
 SMOLLM2 = "smollm2-135m"
@@ -180,7 +180,9 @@ class Policy:
         for k in range(0, len(sequences), batch_size):
             chunk = sequences[k:k + batch_size]
             ids, attn = pad_batch(chunk, self.pad_id, device=self.device)
-            lp = self.forward_logprobs(ids, attn, temperature=temperature).cpu()
+            only = (None if loss_masks is None else
+                    pad_batch(loss_masks[k:k + batch_size], 0, device=self.device)[0])
+            lp = self.forward_logprobs(ids, attn, temperature=temperature, only=only).cpu()
             res.extend(lp[i, :len(s)].tolist() for i, s in enumerate(chunk))
         if loss_masks is not None:
             res = [[x if m else 0.0 for x, m in zip(lp, mask, strict=True)]
@@ -188,23 +190,36 @@ class Policy:
         return res
 
     def forward_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                         *, temperature: float = 1.0, return_entropy: bool = False):
+                         *, temperature: float = 1.0, return_entropy: bool = False,
+                         only: torch.Tensor | None = None):
         """With grad: log-probs [B, T] (float32), logprob[t] = log p(token t | tokens < t),
         0 at each row's first real token and on padding. ``return_entropy`` adds the entropy [B, T] of the
-        distribution that predicted each token (same alignment)."""
+        distribution that predicted each token (same alignment). ``only`` [B, T] (e.g. the loss
+        mask): the log-probs needed; the others come back 0, and where the model allows it the
+        output layer runs on the positions that predict the needed tokens alone (the loss
+        masks out prompts and observations, and with a 150k vocabulary the logits of a
+        position cost as much as a quarter of the model)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        if bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
-            # right padding only: under the causal mask a real token never sees the pads after
-            # it and its position is its index, so the plain causal path (no mask tensor, the
-            # fused attention kernel) gives the real tokens the same logits, faster
-            out = self.model(input_ids=input_ids, use_cache=False)
-        else:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                             position_ids=_positions(attention_mask), use_cache=False)
-        res = token_logprobs(out.logits, input_ids, temperature, return_entropy=return_entropy)
+        right_padded = bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all())
+        # right padding only: under the causal mask a real token never sees the pads after
+        # it and its position is its index, so the plain causal path (no mask tensor, the
+        # fused attention kernel) gives the real tokens the same logits, faster
+        kw = ({} if right_padded else
+              {"attention_mask": attention_mask, "position_ids": _positions(attention_mask)})
         m = attention_mask.to(torch.float32)
         m = m * F.pad(m[:, :-1], (1, 0))  # a token without a real predecessor gets 0
+        head = _plain_head(self.model) if only is not None and not return_entropy else None
+        if head is not None:
+            need = (only[:, 1:] != 0) & (m[:, 1:] != 0)  # tokens 1.. whose log-prob is needed
+            hidden = head[0](input_ids=input_ids, use_cache=False, **kw).last_hidden_state
+            logits = head[1](hidden[:, :-1][need])  # the positions that predict them
+            lp = target_logprobs(logits, input_ids[:, 1:][need], temperature)
+            return F.pad(torch.zeros_like(need, dtype=lp.dtype).masked_scatter(need, lp), (1, 0))
+        out = self.model(input_ids=input_ids, use_cache=False, **kw)
+        res = token_logprobs(out.logits, input_ids, temperature, return_entropy=return_entropy)
+        if only is not None:
+            m = m * (only != 0)
         if return_entropy:
             return res[0] * m, res[1] * m
         return res * m
@@ -216,6 +231,19 @@ class Policy:
         self.model.save_pretrained(out)
         self.tokenizer.save_pretrained(out)
         return out
+
+
+# architectures whose logits are exactly lm_head(decoder(...).last_hidden_state): no logit
+# scaling or soft-capping after the head (Gemma, Cohere, Granite have some)
+_PLAIN_HEAD_TYPES = frozenset({"llama", "qwen2", "qwen3", "mistral"})
+
+
+def _plain_head(model) -> tuple | None:
+    """(decoder, output layer) of a model of a plain-head architecture, else None."""
+    if getattr(model.config, "model_type", None) not in _PLAIN_HEAD_TYPES:
+        return None
+    decoder, head = getattr(model, "model", None), getattr(model, "lm_head", None)
+    return (decoder, head) if decoder is not None and head is not None else None
 
 
 def _new_cache(model) -> dict:
