@@ -13,9 +13,8 @@ import tomli_w
 from ..estimators import INTEGRITY_POLICIES, parse_spec
 from ..harness.backend import BACKENDS, BackendSettings
 from ..tracer.choice import DEFAULT_TRACER, check_choice
+from .generation import GENERATIONS
 from .rollout import RolloutConfig
-
-GENERATIONS = ("hf", "static")  # Policy.generate's KV caches
 
 # [rollout] keys that say where the sandboxes run (harness/backend.py), not how turns go
 BACKEND_KEYS = ("backend", "ray_address", "registry")

@@ -31,7 +31,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from .config import GENERATIONS
+from .generation import GENERATIONS
 from .logprobs import sampled_logprobs, target_logprobs
 from .tiny import CHATML_TEMPLATE, SIZES, cache_root, ensure_tiny
 
@@ -262,19 +262,23 @@ def _plain_head(model) -> tuple | None:
     return (decoder, head) if decoder is not None and head is not None else None
 
 
-def _new_cache(model) -> dict:
-    """{kwarg: DynamicCache}; transformers 5.2x names the argument ``cache`` (``past_key_values``
-    before, now deprecated)."""
+def cache_arg(model) -> str:
+    """The forward's name for the KV cache: ``cache`` from transformers 5.2x,
+    ``past_key_values`` before (now deprecated)."""
     import inspect
 
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _new_cache(model) -> dict:
+    """{kwarg: DynamicCache}."""
     from transformers import DynamicCache
 
     try:
         cache = DynamicCache(config=model.config)
     except TypeError:  # older transformers
         cache = DynamicCache()
-    params = inspect.signature(model.forward).parameters
-    return {"cache" if "cache" in params else "past_key_values": cache}
+    return {cache_arg(model): cache}
 
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float,

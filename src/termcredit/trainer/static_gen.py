@@ -44,7 +44,10 @@ class StaticGenerator:
     """One policy's static caches and compiled decode step."""
 
     def __init__(self, model: Any, *, compile: bool | None = None):
+        from .policy import cache_arg
+
         self.model = model
+        self._cache_arg = cache_arg(model)
         dev = next(model.parameters()).device
         self.compile = dev.type == "cuda" if compile is None else compile
         self._caches: OrderedDict[tuple[int, int], Any] = OrderedDict()
@@ -71,8 +74,8 @@ class StaticGenerator:
 
     def _decode(self, tok: torch.Tensor, pos: torch.Tensor, mask: torch.Tensor,
                 cache: Any) -> torch.Tensor:
-        out = self.model(input_ids=tok, attention_mask=mask, position_ids=pos, cache=cache,
-                         use_cache=True)
+        out = self.model(input_ids=tok, attention_mask=mask, position_ids=pos, use_cache=True,
+                         **{self._cache_arg: cache})
         return out.logits[:, -1].float()
 
     @torch.no_grad()
@@ -88,8 +91,8 @@ class StaticGenerator:
             ids, attn, pos = fill(ids), fill(attn), fill(pos)
         cache = self._cache(rows, length)
         mask = torch.cat([attn, attn.new_ones((rows, length - P))], dim=1)
-        logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache,
-                            use_cache=True, logits_to_keep=1).logits[:, -1].float()
+        logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                            logits_to_keep=1, **{self._cache_arg: cache}).logits[:, -1].float()
         dev = ids.device
         stop_t = torch.tensor(sorted(stops), dtype=torch.long, device=dev)
         toks = torch.zeros((B, max_new_tokens), dtype=torch.long, device=dev)
