@@ -6,8 +6,10 @@ temperature / top-p rules), a row stops at its first stop id, ``Sample`` per pro
 
 * The KV cache is a ``transformers.StaticCache`` of a fixed [batch, length]: the batch rounded up
   to a power of two (extra rows repeat the first prompt and are dropped), the length
-  (prompt + new tokens) up to a multiple of ``LENGTH_STEP``. Its tensors never move, so one
-  compiled decode step serves every call of that size; a few sizes are kept (``KEEP``).
+  (prompt + new tokens) up to a power of two, at least ``MIN_LENGTH``. Its tensors never move,
+  so one compiled decode step serves every call of that size; a few sizes are kept (``KEEP``).
+  Powers of two: rollouts whose prompts grow turn by turn pass through few sizes (each new
+  one compiles), for at most twice the attention reads of a tight cache.
 * The 2-D attention mask covers the whole cache from the start (ones after the prompt): the
   causal mask, from the cache's own position, hides the slots not written yet, so the mask
   tensor never changes during decoding.
@@ -30,14 +32,17 @@ from typing import Any, Callable
 
 import torch
 
-LENGTH_STEP = 256  # cache lengths are multiples of this (fewer distinct compiled shapes)
+MIN_LENGTH = 256  # the shortest cache
 KEEP = 4  # static caches kept per policy (each size its own CUDA graph)
 CHECK_EVERY = 8  # tokens between the host's looks at "every row stopped"
 
 
 def _bucket(batch: int, length: int) -> tuple[int, int]:
-    rows = 1 << max(batch - 1, 0).bit_length()  # next power of two
-    return rows, -(-length // LENGTH_STEP) * LENGTH_STEP
+    return _pow2(batch), max(_pow2(length), MIN_LENGTH)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
 
 
 class StaticGenerator:

@@ -82,13 +82,14 @@ def test_rows_stop_at_their_first_stop_id(micro, prompts):
 
 
 def test_bucket_sizes():
-    from termcredit.trainer.static_gen import LENGTH_STEP, _bucket
+    from termcredit.trainer.static_gen import MIN_LENGTH, _bucket
 
-    assert LENGTH_STEP == 256
+    assert MIN_LENGTH == 256
     assert _bucket(3, 300) == (4, 512)
     assert _bucket(32, 256) == (32, 256)
     assert _bucket(1, 1) == (1, 256)
-    assert _bucket(5, 257) == (8, 512)
+    assert _bucket(5, 513) == (8, 1024)
+    assert _bucket(17, 1536) == (32, 2048)
 
 
 def test_a_cache_per_size_reused_across_calls(micro, prompts):
