@@ -192,6 +192,9 @@ class Policy:
               batch_size: int = 8) -> list[list[float]]:
         """Per-token log-probs of each full sequence (old / reference / teacher log-probs),
         aligned as ``forward_logprobs``; where a loss mask is given, 0 outside it."""
+        if loss_masks is not None and (len(loss_masks) != len(sequences) or any(
+                len(m) != len(s) for m, s in zip(loss_masks, sequences))):
+            raise ValueError("each sequence needs a loss mask of its own length")
         res: list[list[float]] = []
         for k in range(0, len(sequences), batch_size):
             chunk = sequences[k:k + batch_size]
@@ -200,9 +203,8 @@ class Policy:
                     pad_batch(loss_masks[k:k + batch_size], 0, device=self.device)[0])
             lp = self.forward_logprobs(ids, attn, temperature=temperature, only=only).cpu()
             res.extend(lp[i, :len(s)].tolist() for i, s in enumerate(chunk))
-        if loss_masks is not None:
-            res = [[x if m else 0.0 for x, m in zip(lp, mask, strict=True)]
-                   for lp, mask in zip(res, loss_masks, strict=True)]
+        if loss_masks is not None:  # 0 already where the model ran the head on masked tokens
+            res = [[x if m else 0.0 for x, m in zip(lp, mask)] for lp, mask in zip(res, loss_masks)]
         return res
 
     def forward_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,

@@ -65,3 +65,10 @@ def test_nothing_needed_gives_zeros_and_a_zero_gradient(micro):
     assert torch.all(lp == 0) and lp.requires_grad  # still a graph: backward works
     lp.sum().backward()
     assert all(float(g.abs().max()) == 0.0 for g in _grads(micro))
+
+
+def test_score_refuses_masks_that_do_not_fit(micro):
+    with pytest.raises(ValueError, match="a loss mask of its own length"):
+        micro.score(SEQS, MASKS[:2])
+    with pytest.raises(ValueError, match="a loss mask of its own length"):
+        micro.score(SEQS, [MASKS[0][:-1], *MASKS[1:]])
