@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu_path.py"
 
 
+@pytest.mark.slow
 def test_smoke_run_reports_every_part():
     env = dict(os.environ, PYTHONPATH=str(SCRIPT.parents[1] / "src"))
     out = subprocess.run([sys.executable, str(SCRIPT), "--smoke"], capture_output=True,

@@ -3,6 +3,8 @@ here). Greedy tokens equal Hugging Face ``generate``'s; sampled draws equal the 
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -113,3 +115,26 @@ def test_unknown_generation_is_refused(micro):
 
     with pytest.raises(ValueError, match="generation must be one of hf, static"):
         Policy(micro.model, micro.tokenizer, generation="vllm")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")),
+                    reason="torch.compile on CPU needs a C compiler")
+def test_compiled_decode_step_gives_the_same_tokens_and_compiles_once_per_size(micro, prompts):
+    """What runs on CUDA (torch.compile of the decode step; CUDA graphs are CUDA's alone),
+    here through the CPU compiler: the same draws as the hf path, one compile for two calls."""
+    from torch._dynamo.utils import counters
+
+    from termcredit.trainer.policy import Policy
+    from termcredit.trainer.static_gen import StaticGenerator
+
+    pol = Policy(micro.model, micro.tokenizer, generation="static")
+    pol._static = StaticGenerator(micro.model, compile=True)
+    ref = _with(micro, "hf", prompts, max_new_tokens=12, seed=5)
+    first = pol.generate(prompts, max_new_tokens=12, seed=5)
+    graphs = counters["stats"]["unique_graphs"]
+    again = pol.generate(prompts, max_new_tokens=12, seed=5)
+    assert graphs >= 1 and counters["stats"]["unique_graphs"] == graphs  # no recompile
+    for r, a, b in zip(ref, first, again):
+        assert r.token_ids == a.token_ids == b.token_ids
+        assert r.logprobs == pytest.approx(a.logprobs, abs=1e-4)
