@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Callable
 
 import psutil
 
@@ -33,11 +34,17 @@ from termcredit.trainer.update import ppo_update
 
 def setup(args: argparse.Namespace):
     torch.set_num_threads(max(1, torch.get_num_threads()))
-    torch.manual_seed(0)
     policy = load_policy(args.model, device=args.device)
+    return policy, make_steps(policy, args.batch, args.seq)
+
+
+def make_steps(policy, batch: int, seq: int) -> dict[str, Callable[[], None]]:
+    """{"ours", "bare"}: one step each on the same random batch (3/5 of each row prompt, loss
+    mask 0; the rest sampled, advantages +-1) with its own AdamW over the policy's weights."""
+    torch.manual_seed(0)
     vocab = policy.model.config.vocab_size
-    seqs = [torch.randint(3, vocab, (args.seq,)).tolist() for _ in range(args.batch)]
-    masks = [[0] * (args.seq * 3 // 5) + [1] * (args.seq - args.seq * 3 // 5) for _ in seqs]
+    seqs = [torch.randint(3, vocab, (seq,)).tolist() for _ in range(batch)]
+    masks = [[0] * (seq * 3 // 5) + [1] * (seq - seq * 3 // 5) for _ in seqs]
     advs = [[(1.0 if i % 2 else -1.0) * m for m in mask] for i, mask in enumerate(masks)]
     old = policy.score(seqs, masks)
     ours_opt = torch.optim.AdamW(policy.model.parameters(), lr=1e-6, weight_decay=0.0)
@@ -48,7 +55,7 @@ def setup(args: argparse.Namespace):
 
     def ours() -> None:
         ppo_update(policy, ours_opt, seqs, masks, advs, old, None, LossConfig(),
-                   micro_batch=args.batch)
+                   micro_batch=batch)
 
     def bare() -> None:
         policy.model.train()
@@ -56,7 +63,30 @@ def setup(args: argparse.Namespace):
         policy.model(input_ids=ids, labels=labels).loss.backward()
         bare_opt.step()
 
-    return policy, {"ours": ours, "bare": bare}
+    return {"ours": ours, "bare": bare}
+
+
+def time_steps(steps: dict[str, Callable[[], None]], repeats: int, gpu: bool
+               ) -> tuple[dict[str, float], dict[str, float]]:
+    """Alternating runs after one warm-up each: (median seconds per step, CUDA peak MiB of a
+    step over what was allocated before it; empty off CUDA)."""
+    for fn in steps.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {side: [] for side in steps}
+    peaks: dict[str, float] = {}
+    for _ in range(repeats):
+        for side, fn in steps.items():
+            if gpu:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+            t0 = time.perf_counter()
+            fn()
+            if gpu:
+                torch.cuda.synchronize()
+                peaks[side] = (torch.cuda.max_memory_allocated() - base) / (1 << 20)
+            times[side].append(time.perf_counter() - t0)
+    return {side: statistics.median(ts) for side, ts in times.items()}, peaks
 
 
 def peak_alone(args: argparse.Namespace, side: str) -> float:
@@ -89,25 +119,11 @@ def main() -> None:
         return memory_of(args)
     policy, steps = setup(args)
     gpu = policy.device.type == "cuda"
-    steps["ours"](), steps["bare"]()  # warm-up
-    times: dict[str, list[float]] = {"ours": [], "bare": []}
-    peaks: dict[str, float] = {}
-    for _ in range(args.repeats):
-        for side, fn in steps.items():
-            if gpu:
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-                base = torch.cuda.memory_allocated()
-            t0 = time.perf_counter()
-            fn()
-            if gpu:
-                torch.cuda.synchronize()
-                peaks[side] = (torch.cuda.max_memory_allocated() - base) / (1 << 20)
-            times[side].append(time.perf_counter() - t0)
+    med, peaks = time_steps(steps, args.repeats, gpu)
     if not gpu:
         peaks = {side: peak_alone(args, side) for side in steps}
     n = args.batch * args.seq
-    o, b = statistics.median(times["ours"]), statistics.median(times["bare"])
+    o, b = med["ours"], med["bare"]
     print(f"batch {args.batch} x {args.seq} tokens, {args.model} on {policy.device} "
           f"({sum(p.numel() for p in policy.model.parameters()) / 1e6:.2f} M params)")
     print(f"termcredit update: {o:.3f} s/step ({n / o:,.0f} tok/s), peak {peaks['ours']:,.0f} MiB")

@@ -21,7 +21,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         "algo": args.algo, "model": args.model, "tasks": tasks or None,
         "group_size": args.group_size, "steps": args.steps, "lr": args.lr, "seed": args.seed,
         "device": args.device, "teacher": args.teacher, "eval_every": args.eval_every,
-        "sft_data": args.sft_data,
+        "sft_data": args.sft_data, "generation": args.generation,
     }
     if args.resume:
         run_dir = Path(args.resume)
@@ -61,6 +61,9 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--seed", type=int, help="seed (default 0)")
     tr.add_argument("--device", help="cpu | cuda | auto (default cpu)")
     tr.add_argument("--teacher", help="OPD teacher policy (same tokenizer)")
+    tr.add_argument("--generation", choices=["hf", "static"],
+                    help="rollout sampling: hf (default; a growing KV cache) or static (a fixed "
+                    "KV cache, the decode step compiled with CUDA graphs on CUDA)")
     tr.add_argument("--sft-data", metavar="FILE", help="SFT warm start before the first update "
                     "on this chat-format JSONL (what `termcredit refine` writes); config "
                     "sft_steps (default 100) and sft_lr (default 2e-3)")

@@ -13,6 +13,7 @@ import tomli_w
 from ..estimators import INTEGRITY_POLICIES, parse_spec
 from ..harness.backend import BACKENDS, BackendSettings
 from ..tracer.choice import DEFAULT_TRACER, check_choice
+from .generation import GENERATIONS
 from .rollout import RolloutConfig
 
 # [rollout] keys that say where the sandboxes run (harness/backend.py), not how turns go
@@ -33,6 +34,9 @@ class TrainConfig:
     seed: int = 0  # sampling and data order
     model_seed: int = 0  # which tiny/micro build to start from (the same for every RL seed)
     device: str = "cpu"  # cpu | cuda | auto
+    # rollout sampling: "hf" (a growing KV cache, eager) | "static" (a fixed KV cache, the
+    # decode step compiled with CUDA graphs on CUDA; trainer/static_gen.py)
+    generation: str = "hf"
     out: str | None = None
     teacher: str | None = None  # OPD teacher: a policy with the same tokenizer
     # SFT warm start before the first update (not on resume): chat-format JSONL, the layout
@@ -98,6 +102,9 @@ class TrainConfig:
             raise ConfigError(f"field 'sft_data': {self.sft_data}: no such file")
         if self.sft_steps < 1:
             raise ConfigError(f"field 'sft_steps': 1 or more, not {self.sft_steps}")
+        if self.generation not in GENERATIONS:
+            raise ConfigError(f"field 'generation': must be one of "
+                              f"{', '.join(map(repr, GENERATIONS))}, not {self.generation!r}")
         if self.integrity not in INTEGRITY_POLICIES:
             raise ConfigError(f"field 'integrity': must be one of "
                               f"{', '.join(map(repr, INTEGRITY_POLICIES))}, not {self.integrity!r}")

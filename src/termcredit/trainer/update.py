@@ -30,10 +30,12 @@ def ppo_update(policy: Any, opt: torch.optim.Optimizer, seqs: Sequence[Sequence[
     for lo in range(0, len(seqs), micro_batch):
         idx = range(lo, min(lo + micro_batch, len(seqs)))
         ids, attn = pad_batch([seqs[i] for i in idx], policy.pad_id, device=dev)
-        logp = policy.forward_logprobs(ids, attn)
+        mask = pad([masks[i] for i in idx])
+        # the loss reads the masked tokens' log-probs alone (the others are multiplied by 0)
+        logp = policy.forward_logprobs(ids, attn, only=mask)
         out = policy_loss(LossInputs(
             logprobs=logp, old_logprobs=pad([old[i] for i in idx]),
-            advantages=pad([advantages[i] for i in idx]), loss_mask=pad([masks[i] for i in idx]),
+            advantages=pad([advantages[i] for i in idx]), loss_mask=mask,
             ref_logprobs=pad([ref[i] for i in idx]) if ref is not None else None,
             global_tokens=n_tok, global_seqs=n_seq), loss_cfg)
         out.loss.backward()

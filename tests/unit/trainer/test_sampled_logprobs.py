@@ -58,3 +58,21 @@ def test_half_precision_logits_get_float32_logprobs_and_a_same_dtype_gradient() 
     assert torch.allclose(lp.double(), reference(logits.detach().float(), ids, 1.0), atol=1e-5)
     lp.sum().backward()
     assert logits.grad is not None and logits.grad.dtype == torch.bfloat16
+
+
+def test_half_precision_with_a_temperature_values_and_gradient() -> None:
+    """The bf16 path (float32 chunks made by the subtraction) at τ = 0.7 against the reference
+    on the same values in float64: log-probs to float32 noise, the gradient to bf16 rounding."""
+    torch.manual_seed(2)
+    logits = (3 * torch.randn(2, 6, 50)).to(torch.bfloat16).requires_grad_()
+    ids = torch.randint(0, 50, (2, 6))
+    up = torch.randn(2, 6)
+    lp = sampled_logprobs(logits, ids, 0.7, chunk=4)
+    exact = logits.detach().double().requires_grad_()
+    ref = reference(exact, ids, 0.7)
+    assert torch.allclose(lp.double(), ref, atol=1e-5)
+    (lp * up).sum().backward()
+    (g_ref,) = torch.autograd.grad((ref * up.double()).sum(), exact)
+    assert logits.grad.dtype == torch.bfloat16
+    assert torch.allclose(logits.grad.double(), g_ref, atol=1e-2, rtol=1e-2)
+    assert float(g_ref.abs().max()) > 0.1  # a gradient worth comparing
