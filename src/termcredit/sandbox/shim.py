@@ -17,6 +17,7 @@ whose byte lengths the header lists in ``"blobs"``. Every request names its sess
   watch / unwatch -> watched + trace             put {root, files} + blobs -> put
   collect {root, max_file, max_total} -> collected {entries, left_out} + blobs
   resolve {paths} -> resolved {targets}                                       close
+  go -> going (under eBPF: the host traces the session's nsinit, paused until then)
   prepare {declared, workdir} -> prepared {toolchain, notes}    check -> checked {changed}
 snapshot and resolve answer for the first paths whose entries fit a bounded reply (at least
 one); the host asks again for the rest (shim_files.py).
@@ -73,6 +74,9 @@ def handle(sessions, req, blobs):
     op = req["op"]
     if s is None:
         return send({"op": "error", "error": "no session %r" % req.get("s")})
+    if op == "go":  # eBPF: the host follows the session's nsinit now
+        s.resume()
+        return send({"op": "going", "init_pid": s.init_pid})
     if op == "start":
         s.shell = req.get("shell") or s.shell
         s.start(req.get("cwd") or "/", dict(os.environ, **(req.get("env") or {})))
