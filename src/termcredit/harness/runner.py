@@ -42,6 +42,7 @@ class RunnerSettings:
     force_build: bool = False
     network: str | None = None  # a Docker network granted to tasks that permit one
     hooks: Hooks = NO_HOOKS  # what the application has each episode run (harness/hooks.py)
+    tracer: str = "strace"  # the resolved backend tracing the sandboxes (tracer/choice.py)
 
 
 class TrialRunner:
@@ -78,7 +79,8 @@ class TrialRunner:
             return self._images[key]
 
     def spec(self, task: Task, instance: int = 0) -> SandboxSpec:
-        return task_spec(task, self.image(task, instance), self.settings.network)
+        return task_spec(task, self.image(task, instance), self.settings.network,
+                         self.settings.tracer)
 
     def plan(self, specs: Iterable[SandboxSpec]) -> None:
         """Announce the sandboxes of the coming trials, in order (the pool starts them ahead)."""

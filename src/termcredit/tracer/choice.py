@@ -8,15 +8,19 @@ for what strace cannot give (ptrace for the agent, tracing across setuid).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 TRACER_CHOICES = ("auto", "ebpf", "strace")
 DEFAULT_TRACER = "auto"
 
-# Whether a sandbox session can be traced by the eBPF backend end to end (the host tracer
-# shared by sessions, its lines fed to the shim's step ends). Until then ``auto`` is strace.
-EBPF_SESSIONS = False
+# Whether a sandbox session can be traced by the eBPF backend end to end: the shared host
+# tracer follows both sessions (sandbox/host_steps.py), so ``auto`` prefers it where it runs.
+EBPF_SESSIONS = True
 NOT_WIRED = "the eBPF tracer does not yet follow sandbox sessions end to end (issue #33)"
+# ``auto`` as strace whatever the host can do: the test suite sets it (its sandboxes would
+# otherwise each process pay the host tracer's 15-60 s start; the eBPF path has its own tests)
+AUTO_ENV = "TERMCREDIT_AUTO_TRACER"
 
 
 class TracerUnavailable(ValueError):
@@ -43,6 +47,7 @@ def resolve_tracer(choice: str, why_not: Callable[[], str | None] | None = None,
     where ``auto`` decided (None when the user named the backend). ``why_not`` says why this
     host cannot run eBPF (None: it can); ``wired`` stands for EBPF_SESSIONS (tests)."""
     check_choice(choice)
+    asked = why_not is None  # this host's own answer (not a test's stand-in)
     why_not = why_not or _ebpf_why_not
     wired = EBPF_SESSIONS if wired is None else wired
     if choice == "strace":
@@ -56,6 +61,8 @@ def resolve_tracer(choice: str, why_not: Callable[[], str | None] | None = None,
         return "ebpf", None
     if not wired:  # no probe of the host: its answer would change nothing
         return "strace", f"tracer: strace (auto: {NOT_WIRED})"
+    if asked and os.environ.get(AUTO_ENV) == "strace":
+        return "strace", f"tracer: strace (auto: {AUTO_ENV}=strace)"
     why = why_not()
     if why is not None:
         return "strace", f"tracer: strace (auto: {why})"

@@ -116,7 +116,7 @@ class Trainer:
                  console: Console | None = None):
         self.cfg, self.run_dir = cfg, run_dir
         self.console = console or Console(stderr=True, soft_wrap=True)
-        _tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+        self.tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
         if note:
             self._print_dim(note)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -220,6 +220,7 @@ class Trainer:
                 ) -> list[Trajectory]:
         """The jobs' episodes, generated together; trajectories in the jobs' order."""
         rcfg = self.cfg.rollout_config()
+        rcfg.tracer = self.tracer
         if temperature is not None:
             rcfg.temperature = temperature
         self.policy.model.eval()
