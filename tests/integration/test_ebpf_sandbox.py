@@ -99,3 +99,26 @@ def test_a_timeout_ends_the_step_and_the_session_goes_on(sandbox):
     assert r.timed_out and r.exit_code == 137 and r.stdout == ""
     assert f"{sb.shell.marker_dir}/e{r.seq}.137." in r.trace
     assert sb.run("echo fine").stdout == "fine\n"
+
+
+def test_the_agent_may_ptrace_its_own_processes_but_not_the_namespace_init(sandbox):
+    sb = sandbox(tracer="ebpf")
+    r = sb.run("strace -f -e trace=openat -o /tmp/s.txt cat /etc/hostname >/dev/null; "
+               "grep -c '\"/etc/hostname\"' /tmp/s.txt")
+    assert (r.exit_code, r.stdout) == (0, "1\n")
+    assert 'openat(-100</>, "/etc/hostname"' in r.trace  # the agent's tracee: the host's too
+    # no CAP_SYS_PTRACE is given: ptrace is the kernel's same-credentials rule, so the
+    # namespace init (which keeps the container's capabilities) is out of reach
+    caps = sb.run("grep CapEff /proc/self/status").stdout.split()[1]
+    assert int(caps, 16) & (1 << 19) == 0
+    r = sb.run("strace -p 1 -o /dev/null; echo rc=$?")
+    assert "rc=1" in r.stdout and "Operation not permitted" in r.stderr
+
+
+def test_a_step_that_drops_to_another_uid_then_writes_has_its_write_traced(sandbox):
+    sb = sandbox(tracer="ebpf")
+    first = sb.run("mkdir -p /work && chmod 777 /work")
+    r = sb.run("python3 -c \"import os; os.setgid(65534); os.setuid(65534); "
+               "open('/work/nobody.txt', 'w').write('x')\"; stat -c %U /work/nobody.txt")
+    assert r.stdout == "nobody\n"
+    assert _summaries(sb, [first, r])[1]["written"] == {"/work/nobody.txt"}

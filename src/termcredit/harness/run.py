@@ -249,7 +249,7 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any,
     jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     if cfg.resume:
         jobs = _resume_jobs(out, jobs, results, previous, console)
-    jobs = skip_unsupported(jobs, results, console)
+    jobs = skip_unsupported(jobs, results, console, tracer)
     warning = offline_warning([t for t, _ in jobs], cfg.network)
     if warning:
         console.print(Text(warning, style="yellow"))

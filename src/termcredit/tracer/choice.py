@@ -23,6 +23,18 @@ NOT_WIRED = "the eBPF tracer does not yet follow sandbox sessions end to end (is
 AUTO_ENV = "TERMCREDIT_AUTO_TRACER"
 
 
+# A task whose agent must ptrace its own processes (strace, gdb) says so in [metadata]; under
+# strace they are strace's tracees already, so PTRACE_TRACEME and attach fail for them.
+PTRACE_KEY = "agent_ptrace"
+NO_PTRACE = (f"the agent must ptrace its own processes ([metadata] {PTRACE_KEY}), which it "
+             "cannot under strace (they are strace's tracees already): use --tracer ebpf")
+
+
+def tracer_unsupported(metadata: dict[str, object], backend: str) -> list[str]:
+    """Why a task cannot be run with ``backend`` tracing its sandboxes (none: it can)."""
+    return [NO_PTRACE] if backend == "strace" and metadata.get(PTRACE_KEY) is True else []
+
+
 class TracerUnavailable(ValueError):
     """``tracer = "ebpf"`` on a host (or a build) that cannot trace sandboxes with it."""
 
