@@ -18,7 +18,7 @@ class FakeTrace:
         self.queue: list[str] = []
         self.closed = False
 
-    def lines(self) -> list[str]:
+    def lines(self, now_ns: int | None = None) -> list[str]:
         out, self.queue = self.queue, []
         return out
 

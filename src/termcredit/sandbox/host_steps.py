@@ -22,6 +22,7 @@ from typing import Any
 
 from ..tracer.ebpf_host import SessionTrace, host_tracer
 from ..tracer.ebpf_steps import StepCutter
+from ..tracer.ebpf_stream import WINDOW_NS
 from .hostpid import host_pid, pidns_of
 from .shim_trace import TRACE_HEAD, TRACE_TAIL
 
@@ -29,6 +30,12 @@ REGISTER_WAIT_S = 10.0  # the tracer's acknowledgement of a registration (millis
 MARKER_WAIT_S = 10.0  # after the shim saw a command end: its end marker's line, at most
 PUMP_S = 0.1  # how often a session's records are converted while it runs
 SETTLE_S = 0.2  # a shell that died: its last lines, past the stream's 50 ms window
+# Once the shim saw the command's report, bash's end marker follows within microseconds: the
+# lines up to it are released after this much hold instead of the stream's 50 ms window (a
+# step then costs ~10 ms, not ~60). Records of the CPUs arrive at most ~2 ms out of order
+# here; one later than this is still converted, placed after (ebpf_stream's ``late``).
+END_HOLD_NS = 5_000_000
+POLL_S = 0.002
 LOST = "ebpf: lost "
 
 
@@ -62,11 +69,12 @@ class HostSession:
         while not self._stop.wait(PUMP_S):
             self.take()
 
-    def take(self) -> None:
+    def take(self, now_ns: int | None = None) -> None:
+        """Convert what came (``now_ns``: SessionTrace.lines's clock, to release early)."""
         with self.lock:
             if self._stop.is_set() and self.trace.closed:
                 return
-            lines = self.trace.lines()
+            lines = self.trace.lines(now_ns)
             self.cutter.feed(lines)
             self.size += sum(len(x) + 1 for x in lines)
             if self.size > TRACE_HEAD + 2 * TRACE_TAIL:
@@ -98,11 +106,11 @@ class HostSession:
         deadline = time.monotonic() + (MARKER_WAIT_S if ended else SETTLE_S)
         got = None
         while got is None and time.monotonic() < deadline:
-            self.take()
+            self.take(time.monotonic_ns() + WINDOW_NS - END_HOLD_NS if ended else None)
             with self.lock:
                 got = self.cutter.cut(seq, token)
             if got is None:
-                time.sleep(0.01)
+                time.sleep(POLL_S)
         with self.lock:
             if got is None:
                 lines, code = self.cutter.lines, None
