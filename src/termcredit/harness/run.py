@@ -38,7 +38,7 @@ from rich.text import Text
 from ..records import TrialResult
 from ..sandbox import ImageBuildError
 from ..tasks import Task, load_task
-from ..tracer.choice import DEFAULT_TRACER, check_choice, resolve_tracer
+from ..tracer.choice import DEFAULT_TRACER, check_choice, for_backend, resolve_tracer
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings
@@ -213,6 +213,7 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     # fail on a bad agent (or agent option) before any container
     agent_factory = make_agent_factory(cfg.agent, cfg.agent_options)
     tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+    tracer, note = for_backend(cfg.tracer, tracer, note, cfg.backend)
     if note:
         console.print(Text(note, style="dim"))
     if cfg.network is not None:

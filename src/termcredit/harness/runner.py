@@ -17,7 +17,7 @@ as it sees fit (`termcredit run` makes it the error of that task's trials).
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from threading import Lock
 from typing import Any, Callable, Iterable
@@ -79,8 +79,10 @@ class TrialRunner:
             return self._images[key]
 
     def spec(self, task: Task, instance: int = 0) -> SandboxSpec:
-        return task_spec(task, self.image(task, instance), self.settings.network,
-                         self.settings.tracer)
+        spec = task_spec(task, self.image(task, instance), self.settings.network)
+        if self.settings.tracer == "strace":  # the spec's own default
+            return spec
+        return replace(spec, tracer=self.settings.tracer)
 
     def plan(self, specs: Iterable[SandboxSpec]) -> None:
         """Announce the sandboxes of the coming trials, in order (the pool starts them ahead)."""

@@ -264,6 +264,11 @@ class TracedShell:
         self.shell_path: str | None = None  # the shell's program (None: ``bash`` on PATH)
         self.lost: str | None = None  # why the shell could not be restarted after a command
 
+    def _host(self) -> HostSession | None:
+        """Under eBPF: this session's lines from the host tracer (a remote connection has
+        none: the eBPF tracer follows local sandboxes only, see tracer/choice.py)."""
+        return getattr(self.conn, "host", {}).get(self.role)
+
     @property
     def marker_dir(self) -> str:
         return marker_dir(self.nonce)
@@ -305,7 +310,7 @@ class TracedShell:
         self.lost = lost
         trace_text = from_bytes(trace)
         integrity, dropped = _reasons(h.get("integrity", [])), h.get("trace_dropped")
-        host = self.conn.host.get(self.role)
+        host = self._host()
         if host is not None:  # eBPF: the step's lines from the host, not from the shim
             step = host.step(self.seq, token, h.get("ended") is True)
             trace_text, dropped, integrity = step.text, step.dropped, integrity + step.flags
@@ -380,7 +385,7 @@ class TracedShell:
         frame = self._req(op, grace=grace, wait=grace + 30)
         self.integrity += _reasons(frame.header.get("integrity", []))
         tail = frame.blobs[0].decode("utf-8", "replace")
-        host = self.conn.host.get(self.role)
+        host = self._host()
         if host is not None:  # the namespace is gone: the rest of its lines
             tail += host.close()
         self.session_trace.append(tail)
@@ -393,7 +398,7 @@ class TracedShell:
     def unwatch(self) -> str:
         frame = self._req("unwatch")
         self.integrity += _reasons(frame.header.get("integrity", []))
-        host = self.conn.host.get(self.role)
+        host = self._host()
         if host is not None:
             return host.rest()
         return frame.blobs[0].decode("utf-8", "replace")

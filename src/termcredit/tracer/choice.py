@@ -79,3 +79,16 @@ def resolve_tracer(choice: str, why_not: Callable[[], str | None] | None = None,
     if why is not None:
         return "strace", f"tracer: strace (auto: {why})"
     return "ebpf", "tracer: ebpf (auto: this host can trace from the kernel)"
+
+
+def for_backend(choice: str, backend: str, note: str | None,
+                sandboxes: str) -> tuple[str, str | None]:
+    """(backend, note) once the sandboxes' backend is known: the host tracer cuts a session's
+    steps in the process that runs its shells, so eBPF follows ``local`` sandboxes only;
+    ``auto`` falls back to strace (saying why), ``ebpf`` is an error."""
+    if backend != "ebpf" or sandboxes == "local":
+        return backend, note
+    why = f"the eBPF tracer follows local sandboxes only, not the {sandboxes!r} backend's"
+    if choice == "ebpf":
+        raise TracerUnavailable(f"tracer 'ebpf': {why}")
+    return "strace", f"tracer: strace (auto: {why})"
