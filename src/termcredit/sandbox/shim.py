@@ -9,6 +9,9 @@ Two sessions are made at once, while the container is still pristine: ``agent`` 
 PID + mount namespace (see nsinit.py) and forks a ``bash`` on request. The shim and strace stay
 in the container's own namespaces, where no agent process can see, signal, trace or open them.
 The FIFO is unlinked as soon as strace has opened it, so the trace exists only as a pipe.
+Under the eBPF tracer a session's strace argv is None: nsinit runs without strace and waits
+until the host has registered its pid with the host tracer (``go``; sandbox/host_steps.py),
+and a step ends at the shell's state report, its trace lines cut on the host.
 
 Wire protocol (both directions): frames of ``>I`` header length, JSON header, then the raw blobs
 whose byte lengths the header lists in ``"blobs"``. Every request names its session ``"s"``.
