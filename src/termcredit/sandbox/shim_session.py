@@ -313,9 +313,8 @@ class Session(TraceStream, Verifying):
                         open_fds.remove(fd)
                 elif not self._read_into(fd, sinks[fd]):
                     open_fds.remove(fd)
-            while ended_at is None and self.trace_fd is None:  # eBPF: the state report ends it
+            if ended_at is None and self.trace_fd is None:  # eBPF: the state report ends it
                 ended_at, exit_code = self._report_end(token)
-                break
             while ended_at is None:
                 i = self.trace.find(trace_end, search_from)
                 j = self.trace.find(b'"', i + len(trace_end)) if i >= 0 else -1
