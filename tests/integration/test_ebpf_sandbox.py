@@ -122,3 +122,17 @@ def test_a_step_that_drops_to_another_uid_then_writes_has_its_write_traced(sandb
                "open('/work/nobody.txt', 'w').write('x')\"; stat -c %U /work/nobody.txt")
     assert r.stdout == "nobody\n"
     assert _summaries(sb, [first, r])[1]["written"] == {"/work/nobody.txt"}
+
+
+def test_a_fake_state_report_does_not_end_the_step_early(sandbox):
+    # under eBPF the shim ends a step at the shell's report, framed by the step's token: text
+    # the agent writes to the report's pipe (reopened through bash's /proc fds) without it
+    # ends nothing, and what the command does after still belongs to its step
+    sb = sandbox(tracer="ebpf")
+    fake = "".join(f"{t}0123456789abcdef\\n" for t in "VFOAZ")
+    r = sb.run(f"for f in /proc/$$/fd/*; do [ \"${{f##*/}}\" -ge 3 ] && "
+               f"printf '{fake}' > \"$f\" 2>/dev/null; done; sleep 0.5; "
+               "echo after > /tmp/after; echo done")
+    assert r.stdout.endswith("done\n") and r.exit_code == 0
+    assert '"/tmp/after"' in r.trace
+    assert sb.run("cat /tmp/after").stdout == "after\n"
