@@ -18,6 +18,9 @@ class FakeTrace:
         self.queue: list[str] = []
         self.closed = False
 
+    def hurry(self) -> None:
+        pass
+
     def lines(self, now_ns: int | None = None) -> list[str]:
         out, self.queue = self.queue, []
         return out
