@@ -15,6 +15,7 @@ process's pid), that without ``--pidns-translation``, and under ``strace -c`` (t
 per step); strace pinned to one CPU as the shim pins it.
 
 Usage: .venv/bin/python benchmarks/step_overhead.py [--n 200] [--block 20] [--profile]
+       [--tracer strace|ebpf]
 Goal: step overhead <= 3 ms, reset <= 50 ms.
 """
 
@@ -82,10 +83,12 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="where a step's time goes")
     ap.add_argument("--block", type=int, default=20,
                     help="steps per block, traced and docker exec blocks alternating (1: per call)")
+    ap.add_argument("--tracer", choices=("strace", "ebpf"), default="strace",
+                    help="what traces the sandbox (ebpf: the host tracer, started first)")
     args = ap.parse_args()
 
     client = docker_client()
-    spec = SandboxSpec(image=ensure_base_image(client))
+    spec = SandboxSpec(image=ensure_base_image(client), tracer=args.tracer)
     run_id = f"bench-step-{int(time.time())}"
     sb = Sandbox(client, spec, run_id)
     try:

@@ -3,12 +3,17 @@ failure, never a skip (CI has one: `make test` bootstraps it)."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# Tests that name no tracer run under strace, as before eBPF was wired (each process would
+# otherwise pay the host tracer's 15-60 s start): the eBPF path has its own tests, which name
+# it (tests/integration/test_ebpf_sandbox.py, test_ebpf_oracles.py). Subprocesses inherit it.
+os.environ.setdefault("TERMCREDIT_AUTO_TRACER", "strace")
 
 
 @pytest.fixture(scope="session")

@@ -40,12 +40,14 @@ from .verify import verify_episode
 START_TIMEOUT = 600.0  # seconds for a sandbox to be ready (container, namespaces, shells)
 
 
-def task_spec(task: Task, image: str, network: str | None = None) -> SandboxSpec:
-    """``network``: the one the user granted (joined only if the task permits one)."""
+def task_spec(task: Task, image: str, network: str | None = None,
+              tracer: str = "strace") -> SandboxSpec:
+    """``network``: the one the user granted (joined only if the task permits one);
+    ``tracer``: the resolved backend (tracer/choice.py)."""
     return SandboxSpec(
         image=image, cpus=task.cpus, memory_mb=task.memory_mb,
         env=tuple(sorted(task.env.items())), labels=(("termcredit.task", task.name),),
-        workdir=task.workdir, network=agent_network(task, network),
+        workdir=task.workdir, network=agent_network(task, network), tracer=tracer,
     )
 
 

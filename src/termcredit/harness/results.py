@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..records import TrialResult, to_dict
 from ..tasks import Task
+from ..tracer.choice import tracer_unsupported
 
 
 class Results:
@@ -51,15 +52,17 @@ class Results:
 
 
 def skip_unsupported(jobs: list[tuple[Task, int]], results: Results,
-                      console: Console) -> list[tuple[Task, int]]:
-    """The jobs whose task asks for nothing termcredit lacks; the others are recorded as
-    skipped, with one line per task on the console."""
+                      console: Console, tracer: str = "strace") -> list[tuple[Task, int]]:
+    """The jobs whose task asks for nothing termcredit (with ``tracer`` tracing its
+    sandboxes) lacks; the others are recorded as skipped, with one line per task on the
+    console."""
     todo, told = [], set()
     for task, k in jobs:
-        if not task.unsupported:
+        missing = task.unsupported + tracer_unsupported(task.metadata, tracer)
+        if not missing:
             todo.append((task, k))
             continue
-        reason = "; ".join(task.unsupported)
+        reason = "; ".join(missing)
         results.skipped.append({"task": task.name, "attempt": k, "reason": reason})
         if task.name not in told:
             told.add(task.name)

@@ -38,7 +38,7 @@ from rich.text import Text
 from ..records import TrialResult
 from ..sandbox import ImageBuildError
 from ..tasks import Task, load_task
-from ..tracer.choice import DEFAULT_TRACER, check_choice, resolve_tracer
+from ..tracer.choice import DEFAULT_TRACER, check_choice, for_backend, resolve_tracer
 from ..trialdir import load_result
 from .agents import make_agent_factory
 from .backend import BackendSettings
@@ -212,7 +212,8 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     console = console or Console(stderr=True, soft_wrap=True)
     # fail on a bad agent (or agent option) before any container
     agent_factory = make_agent_factory(cfg.agent, cfg.agent_options)
-    _tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+    tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+    tracer, note = for_backend(cfg.tracer, tracer, note, cfg.backend)
     if note:
         console.print(Text(note, style="dim"))
     if cfg.network is not None:
@@ -227,12 +228,13 @@ def run(cfg: RunConfig, console: Console | None = None) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock_run_dir(out)
     try:
-        return _run(cfg, out, console, agent_factory)
+        return _run(cfg, out, console, agent_factory, tracer)
     finally:
         os.close(lock)
 
 
-def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dict[str, Any]:
+def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any,
+         tracer: str = "strace") -> dict[str, Any]:
     run_id = f"{out.name}-{secrets.token_hex(3)}"
     earlier: list[str] = []
     previous: dict[str, Any] = {}
@@ -248,7 +250,7 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
     jobs: list[tuple[Task, int]] = [(t, k) for t in cfg.tasks for k in range(cfg.attempts)]
     if cfg.resume:
         jobs = _resume_jobs(out, jobs, results, previous, console)
-    jobs = skip_unsupported(jobs, results, console)
+    jobs = skip_unsupported(jobs, results, console, tracer)
     warning = offline_warning([t for t, _ in jobs], cfg.network)
     if warning:
         console.print(Text(warning, style="yellow"))
@@ -258,7 +260,8 @@ def _run(cfg: RunConfig, out: Path, console: Console, agent_factory: Any) -> dic
 
     runner = TrialRunner(RunnerSettings(
         BackendSettings(cfg.backend, cfg.ray_address, cfg.registry), cfg.concurrency,
-        cfg.command_timeout, cfg.image_map, cfg.force_build, cfg.network, cfg.hooks), run_id,
+        cfg.command_timeout, cfg.image_map, cfg.force_build, cfg.network, cfg.hooks, tracer),
+        run_id,
         log=dim)
     old_handler = signal.signal(signal.SIGTERM, _sigterm)
     old_int = signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored

@@ -17,7 +17,7 @@ as it sees fit (`termcredit run` makes it the error of that task's trials).
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from threading import Lock
 from typing import Any, Callable, Iterable
@@ -42,6 +42,7 @@ class RunnerSettings:
     force_build: bool = False
     network: str | None = None  # a Docker network granted to tasks that permit one
     hooks: Hooks = NO_HOOKS  # what the application has each episode run (harness/hooks.py)
+    tracer: str = "strace"  # the resolved backend tracing the sandboxes (tracer/choice.py)
 
 
 class TrialRunner:
@@ -78,7 +79,10 @@ class TrialRunner:
             return self._images[key]
 
     def spec(self, task: Task, instance: int = 0) -> SandboxSpec:
-        return task_spec(task, self.image(task, instance), self.settings.network)
+        spec = task_spec(task, self.image(task, instance), self.settings.network)
+        if self.settings.tracer == "strace":  # the spec's own default
+            return spec
+        return replace(spec, tracer=self.settings.tracer)
 
     def plan(self, specs: Iterable[SandboxSpec]) -> None:
         """Announce the sandboxes of the coming trials, in order (the pool starts them ahead)."""

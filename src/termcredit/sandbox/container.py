@@ -45,6 +45,9 @@ class SandboxSpec:
     pin_cpu: bool = True  # strace + shell on one CPU (much cheaper ptrace stops on small VMs)
     # a Docker network the user granted (`termcredit run --network`); None: no network at all
     network: str | None = None
+    # what traces its sessions: "strace" (in the container) or "ebpf" (the host's tracer,
+    # host_steps.py); a resolved backend, never "auto" (tracer/choice.py resolves it)
+    tracer: str = "strace"
 
 
 def dir_archive(src: Path, dest: str) -> bytes:
@@ -120,7 +123,8 @@ class Sandbox:
         self.shell: TracedShell | None = None
         try:
             # both sessions are made now, while nothing of the agent's has run in here yet
-            self.conn = ShimConnection(client.api, self.id, workdir=self.workdir, pin_cpu=self.cpu)
+            self.conn = ShimConnection(client.api, self.id, workdir=self.workdir, pin_cpu=self.cpu,
+                                       tracer=spec.tracer)
             self.shell = TracedShell(self.conn, "agent")
             self.shell.start(cwd=self.workdir)
             self.verifier_shell = TracedShell(self.conn, "verifier")

@@ -1,7 +1,7 @@
 """Namespace init: runs inside the sandbox, under strace, as the root of one traced session.
 
-Started by the shim (``shim.py``) as ``python3 -c LOADER CTL_FD SRC_FD ROLE`` while the container
-is still pristine (before any agent command), so this code is the image's own interpreter
+Started by the shim (``shim.py``) as ``python3 -c LOADER CTL_FD SRC_FD ROLE [wait]`` while the
+container is still pristine (before any agent command), so this code is the image's own interpreter
 running source that never touches the container's file system. Stdlib only.
 
 It ``unshare``s a PID and a mount namespace and forks; the child is pid 1 there. That init
@@ -267,6 +267,12 @@ def main():
     ctl = socket.socket(fileno=int(sys.argv[1]))
     role = sys.argv[3]
     os.close(int(sys.argv[2]))
+    if sys.argv[4:5] == ["wait"]:
+        # traced from the host (eBPF): nothing forks before the host has registered this
+        # process with its tracer and the shim says go (an EOF instead: the shim is gone)
+        msg, _ = recv(ctl)
+        if not msg or msg.get("op") != "go":
+            os._exit(1)
     try:
         check(libc.unshare(CLONE_NEWPID | CLONE_NEWNS), "unshare")
         mount(None, "/", None, MS_REC | MS_PRIVATE)

@@ -22,6 +22,7 @@ from typing import Any
 from ..rawtext import from_bytes
 from ..records import CommandRecord, FileState
 from ..tracer.protocol import marker_dir, strace_argv
+from .host_steps import HostSession, follow_sessions
 
 _HERE = Path(__file__).parent
 # pristine.py's definitions first: nsinit.py ends by running its main(); the verifier's
@@ -152,10 +153,13 @@ def _reasons(value: Any) -> list[str]:
     return list(value)
 
 
-def shim_config(nonces: dict[str, str], pin_cpu: int | None) -> dict[str, Any]:
-    """The shim's start-up settings (its argv[2]): each session's strace argv and marker
-    directory come from the protocol module, which the shim itself cannot import."""
-    return {"sessions": {name: {"mark": marker_dir(nonce), "strace": strace_argv(name)}
+def shim_config(nonces: dict[str, str], pin_cpu: int | None,
+                tracer: str = "strace") -> dict[str, Any]:
+    """The shim's start-up settings (its argv[2]): each session's strace argv (None: traced
+    from the host, host_steps.py) and marker directory come from the protocol module, which
+    the shim itself cannot import."""
+    return {"sessions": {name: {"mark": marker_dir(nonce),
+                                "strace": strace_argv(name) if tracer == "strace" else None}
                          for name, nonce in nonces.items()},
             "pin_cpu": pin_cpu, "nsinit": NSINIT_SOURCE}
 
@@ -166,11 +170,12 @@ class ShimConnection:
 
     def __init__(self, api: Any, container_id: str, *, workdir: str | None = None,
                  env: dict[str, str] | None = None, pin_cpu: int | None = None,
-                 start_timeout: float = 60.0):
+                 start_timeout: float = 60.0, tracer: str = "strace"):
         self.nonces = {name: secrets.token_hex(8) for name in SESSIONS}
         self.lock = threading.Lock()
         self.closed = False
-        cfg = shim_config(self.nonces, pin_cpu)
+        self.host: dict[str, HostSession] = {}  # under eBPF: each session's lines
+        cfg = shim_config(self.nonces, pin_cpu, tracer)
         exec_id = api.exec_create(
             container_id, ["python3", "-c", BOOTSTRAP, str(len(SHIM_SOURCE)), json.dumps(cfg)],
             stdin=True, stdout=True, stderr=True, tty=False, environment=env or None,
@@ -194,6 +199,22 @@ class ShimConnection:
                              + self._stream.diag())
         self.startup = {name: blob.decode("utf-8", "replace")
                         for name, blob in zip(SESSIONS, hello.blobs)}
+        if tracer == "ebpf":
+            self._follow(api, container_id, hello.header.get("sessions"))
+
+    def _follow(self, api: Any, container_id: str, described: Any) -> None:
+        """Have the host tracer follow both sessions' nsinits, then let them go on."""
+        try:
+            _require(isinstance(described, dict), "sessions")
+            self.host = follow_sessions(api, container_id, described,
+                                        {n: marker_dir(self.nonces[n]) for n in SESSIONS})
+            for name in SESSIONS:
+                frame = self.request({"op": "go", "s": name}, timeout=60, max_blobs=0,
+                                     max_total=0)
+                _require(frame.header.get("op") == "going", "go")
+        except Exception:
+            self.close()
+            raise
 
     def request(self, req: dict[str, Any], blobs: tuple[bytes, ...] = (), *, timeout: float,
                 max_blobs: int, max_total: int) -> _Frame:
@@ -211,6 +232,8 @@ class ShimConnection:
         if self.closed:
             return
         self.closed = True
+        for host in self.host.values():
+            host.abandon()
         try:
             raw = json.dumps({"op": "close"}).encode()
             self._sock.sendall(struct.pack(">I", len(raw)) + raw)
@@ -240,6 +263,11 @@ class TracedShell:
         self.collect_left_out = 0  # entries the last collect left out (past the shim's cap)
         self.shell_path: str | None = None  # the shell's program (None: ``bash`` on PATH)
         self.lost: str | None = None  # why the shell could not be restarted after a command
+
+    def _host(self) -> HostSession | None:
+        """Under eBPF: this session's lines from the host tracer (a remote connection has
+        none: the eBPF tracer follows local sandboxes only, see tracer/choice.py)."""
+        return getattr(self.conn, "host", {}).get(self.role)
 
     @property
     def marker_dir(self) -> str:
@@ -281,6 +309,13 @@ class TracedShell:
         _require(lost is None or (isinstance(lost, str) and len(lost) <= 2000), "shell_lost")
         self.lost = lost
         trace_text = from_bytes(trace)
+        integrity, dropped = _reasons(h.get("integrity", [])), h.get("trace_dropped")
+        host = self._host()
+        if host is not None:  # eBPF: the step's lines from the host, not from the shim
+            step = host.step(self.seq, token, h.get("ended") is True)
+            trace_text, dropped, integrity = step.text, step.dropped, integrity + step.flags
+            if step.exit_code is not None:
+                h["exit_code"] = step.exit_code
         self.session_trace.append(trace_text)
         return CommandRecord(  # output as it was: bytes not UTF-8 kept (rawtext.py)
             command=command, seq=self.seq, stdout=from_bytes(out), stderr=from_bytes(err),
@@ -288,8 +323,8 @@ class TracedShell:
             timed_out=h["timed_out"],
             output_truncated=bool(h.get("stdout_dropped") or h.get("stderr_dropped")),
             shell_restarted=h["shell_restarted"], trace=trace_text, end_token=token,
-            trace_dropped=h.get("trace_dropped") if type(h.get("trace_dropped")) is int else 0,
-            integrity=_reasons(h.get("integrity", [])),
+            trace_dropped=dropped if type(dropped) is int else 0,
+            integrity=integrity,
             shell=_shell_changes(h.get("shell")),
             cwd=h["cwd"] if isinstance(h.get("cwd"), str) and len(h["cwd"]) <= 4096 else None,
         )
@@ -350,6 +385,9 @@ class TracedShell:
         frame = self._req(op, grace=grace, wait=grace + 30)
         self.integrity += _reasons(frame.header.get("integrity", []))
         tail = frame.blobs[0].decode("utf-8", "replace")
+        host = self._host()
+        if host is not None:  # the namespace is gone: the rest of its lines
+            tail += host.close()
         self.session_trace.append(tail)
         return tail
 
@@ -360,6 +398,9 @@ class TracedShell:
     def unwatch(self) -> str:
         frame = self._req("unwatch")
         self.integrity += _reasons(frame.header.get("integrity", []))
+        host = self._host()
+        if host is not None:
+            return host.rest()
         return frame.blobs[0].decode("utf-8", "replace")
 
     def prepare(self, *, declared: list[str], workdir: str) -> dict[str, Any]:

@@ -9,6 +9,9 @@ Two sessions are made at once, while the container is still pristine: ``agent`` 
 PID + mount namespace (see nsinit.py) and forks a ``bash`` on request. The shim and strace stay
 in the container's own namespaces, where no agent process can see, signal, trace or open them.
 The FIFO is unlinked as soon as strace has opened it, so the trace exists only as a pipe.
+Under the eBPF tracer a session's strace argv is None: nsinit runs without strace and waits
+until the host has registered its pid with the host tracer (``go``; sandbox/host_steps.py),
+and a step ends at the shell's state report, its trace lines cut on the host.
 
 Wire protocol (both directions): frames of ``>I`` header length, JSON header, then the raw blobs
 whose byte lengths the header lists in ``"blobs"``. Every request names its session ``"s"``.
@@ -17,6 +20,7 @@ whose byte lengths the header lists in ``"blobs"``. Every request names its sess
   watch / unwatch -> watched + trace             put {root, files} + blobs -> put
   collect {root, max_file, max_total} -> collected {entries, left_out} + blobs
   resolve {paths} -> resolved {targets}                                       close
+  go -> going (under eBPF: the host traces the session's nsinit, paused until then)
   prepare {declared, workdir} -> prepared {toolchain, notes}    check -> checked {changed}
 snapshot and resolve answer for the first paths whose entries fit a bounded reply (at least
 one); the host asks again for the rest (shim_files.py).
@@ -73,6 +77,9 @@ def handle(sessions, req, blobs):
     op = req["op"]
     if s is None:
         return send({"op": "error", "error": "no session %r" % req.get("s")})
+    if op == "go":  # eBPF: the host follows the session's nsinit now
+        s.resume()
+        return send({"op": "going", "init_pid": s.init_pid})
     if op == "start":
         s.shell = req.get("shell") or s.shell
         s.start(req.get("cwd") or "/", dict(os.environ, **(req.get("env") or {})))

@@ -46,44 +46,64 @@ class Session(TraceStream, Verifying):
         src_r, src_w = os.pipe()
         os.write(src_w, nsinit_src.encode())  # well under a pipe's 64 KiB
         os.close(src_w)
-        os.makedirs("/run/termcredit", mode=0o700, exist_ok=True)
-        fifo = "/run/termcredit/%s.%d" % (os.path.basename(mark), time.monotonic_ns())
-        os.mkfifo(fifo, 0o600)
-        self.trace_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-        try:  # a big pipe lets strace run ahead while the shim reads in batches
-            import fcntl
+        fifo = None
+        if strace_argv is None:  # traced from the host (eBPF): no trace reaches the shim
+            self.trace_fd = None
+        else:
+            os.makedirs("/run/termcredit", mode=0o700, exist_ok=True)
+            fifo = "/run/termcredit/%s.%d" % (os.path.basename(mark), time.monotonic_ns())
+            os.mkfifo(fifo, 0o600)
+            self.trace_fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            try:  # a big pipe lets strace run ahead while the shim reads in batches
+                import fcntl
 
-            fcntl.fcntl(self.trace_fd, 1031, 1 << 20)  # F_SETPIPE_SZ
-        except OSError:
-            pass
+                fcntl.fcntl(self.trace_fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+            except OSError:
+                pass
 
         def pin():  # in the strace child: one CPU for strace and everything it traces
             if pin_cpu is not None:
                 allowed = sorted(os.sched_getaffinity(0))
                 os.sched_setaffinity(0, {allowed[pin_cpu % len(allowed)]})
 
-        argv = strace_argv + [fifo, "--", sys.executable, "-c", LOADER, str(child.fileno()),
-                              str(src_r), role]
+        argv = [sys.executable, "-c", LOADER, str(child.fileno()), str(src_r), role]
+        # under eBPF nsinit waits for "go": the host registers its pid first (see resume)
+        argv = argv + ["wait"] if fifo is None else strace_argv + [fifo, "--"] + argv
+        self.paused = fifo is None
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      pass_fds=(child.fileno(), src_r), start_new_session=True,
                                      preexec_fn=pin)
         child.close()
         os.close(src_r)
-        up, deadline = False, time.monotonic() + 30
+        if self.paused:
+            return  # resume() once the host follows self.proc.pid
         try:
-            while not (up and self.init_pid) and time.monotonic() < deadline:
-                select.select([self.ctl, self.trace_fd], [], [], 0.05)
-                self._drain_trace()
-                for msg in self._ctl_messages():
-                    if msg.get("op") == "error":
-                        raise RuntimeError("%s namespace: %s" % (role, msg.get("error")))
-                    up = up or msg.get("op") == "up"
-                if self.proc.poll() is not None:
-                    raise RuntimeError("strace exited with %s" % self.proc.returncode)
+            self._come_up()
         finally:
             os.unlink(fifo)
+
+    def resume(self):
+        """Under eBPF: the host now traces nsinit (and all it will fork); let it go on."""
+        if self.paused:
+            self.paused = False
+            ctl_send(self.ctl, {"op": "go"})
+            self._come_up()
+
+    def _come_up(self):
+        up, deadline = False, time.monotonic() + 30
+        while not (up and self.init_pid) and time.monotonic() < deadline:
+            select.select(self._with_trace(self.ctl), [], [], 0.05)
+            self._drain_trace()
+            for msg in self._ctl_messages():
+                if msg.get("op") == "error":
+                    raise RuntimeError("%s namespace: %s" % (self.role, msg.get("error")))
+                up = up or msg.get("op") == "up"
+            # strace lives as long as the session; nsinit's first process leaves once it forked
+            if self.proc.poll() is not None and (self.trace_fd is not None or self.proc.returncode):
+                raise RuntimeError("%s exited with %s" % (
+                    "strace" if self.trace_fd is not None else "nsinit", self.proc.returncode))
         if not (up and self.init_pid):
-            raise RuntimeError("%s namespace did not come up" % role)
+            raise RuntimeError("%s namespace did not come up" % self.role)
         go_r, go_w = os.pipe()
         stop_r, stop_w = os.pipe()
         os.set_blocking(stop_r, False)
@@ -91,7 +111,9 @@ class Session(TraceStream, Verifying):
         threading.Thread(target=self._watcher, daemon=True).start()
 
     def describe(self):
-        return {"role": self.role, "init_pid": self.init_pid}
+        # paused: the pid (in the container's PID namespace) the host's tracer must follow
+        return {"role": self.role, "init_pid": self.init_pid,
+                "pid": self.proc.pid if self.paused else None}
 
     def take_integrity(self):
         out, self.integrity = self.integrity, []
@@ -148,7 +170,7 @@ class Session(TraceStream, Verifying):
         self.env, self.bash_inner, deadline = env, None, time.monotonic() + 20
         self.start_error, spawned = None, False
         while not spawned and time.monotonic() < deadline and not self.ns_gone:
-            select.select([self.ctl, self.trace_fd], [], [], 0.05)
+            select.select(self._with_trace(self.ctl), [], [], 0.05)
             self._drain_trace()
             for msg in self._ctl_messages():
                 if msg.get("op") == "spawned":
@@ -195,7 +217,8 @@ class Session(TraceStream, Verifying):
             if len(self.state_buf) > STATE_CAP:
                 # a huge variable is no tampering: this report is unknown, and what is left
                 # of it before the next report's start is not junk
-                self.state_buf.clear()
+                # (under eBPF its end line is the step's end: keep what could hold it)
+                del self.state_buf[: len(self.state_buf) - (64 if self.trace_fd is None else 0)]
                 self.state_lost = True
 
     def _take_report(self, token):
@@ -243,7 +266,8 @@ class Session(TraceStream, Verifying):
         out, err = Capped(cap), Capped(cap)
         self.trace_dropped = 0
         sinks = {self.out_fd: out, self.err_fd: err}
-        open_fds = [self.out_fd, self.err_fd, self.trace_fd, self.ctl, self.state_fd]
+        open_fds = [fd for fd in (self.out_fd, self.err_fd, self.trace_fd, self.ctl, self.state_fd)
+                    if fd is not None]
         t0 = time.monotonic()
         deadline, search_from = t0 + timeout, 0
         timed_out, killed_at, ended_at, exit_code = False, None, None, None
@@ -289,6 +313,8 @@ class Session(TraceStream, Verifying):
                         open_fds.remove(fd)
                 elif not self._read_into(fd, sinks[fd]):
                     open_fds.remove(fd)
+            if ended_at is None and self.trace_fd is None:  # eBPF: the state report ends it
+                ended_at, exit_code = self._report_end(token)
             while ended_at is None:
                 i = self.trace.find(trace_end, search_from)
                 j = self.trace.find(b'"', i + len(trace_end)) if i >= 0 else -1
@@ -300,7 +326,7 @@ class Session(TraceStream, Verifying):
                     exit_code, ended_at = int(code), time.monotonic()
                 else:
                     self._flag("forged end marker for step %d" % seq)
-        if ended_at is not None:  # strace ends the marker's line when the chdir returns
+        if ended_at is not None and self.trace_fd is not None:  # strace ends the marker's line
             while self.trace.find(b"\n", search_from) < 0 and time.monotonic() - ended_at < 0.5:
                 select.select([self.trace_fd], [], [], 0.01)
                 self._drain_trace()
@@ -334,6 +360,10 @@ class Session(TraceStream, Verifying):
                 header["shell_lost"] = (self.start_error or "the shell did not restart")[:2000]
         header.update(stdout_dropped=out.dropped, stderr_dropped=err.dropped,
                       trace_dropped=self.trace_dropped, integrity=self.take_integrity())
+        if self.trace_fd is None:  # the host waits for the end marker only where bash made it
+            header["ended"] = ended_at is not None
+            if header["exit_code"] is None:  # unknown here: the host reads it from the marker
+                header["exit_code"] = -1
         return header, out.value(), err.value(), trace
 
     def _drain_pipes(self, sinks):
@@ -375,7 +405,7 @@ class Session(TraceStream, Verifying):
                 if fd in (self.out_fd, self.err_fd):
                     self._read_into(fd, Capped(0))
         self.kill_namespace()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + (5 if self.trace_fd is not None else 0)
         while time.monotonic() < deadline:
             select.select([self.trace_fd], [], [], 0.05)
             more = self._drain_trace()

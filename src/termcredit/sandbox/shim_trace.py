@@ -4,6 +4,8 @@ from the EXIT trap's marker. Runs inside the sandbox (its source is sent ahead o
 shim_session's). Stdlib only.
 """
 import os
+import re
+import time
 
 TRACE_HEAD, TRACE_TAIL = 12 << 20, 4 << 20  # a step's trace kept: head and tail, whole lines
 
@@ -32,7 +34,13 @@ class TraceStream:
         del self.trace[head:tail]
         return head
 
+    def _with_trace(self, *fds):
+        """``fds`` and the trace pipe, where there is one (none under eBPF)."""
+        return list(fds) + ([self.trace_fd] if self.trace_fd is not None else [])
+
     def _drain_trace(self):
+        if self.trace_fd is None:  # traced from the host (eBPF)
+            return True
         try:
             while True:
                 chunk = os.read(self.trace_fd, 1 << 16)
@@ -51,3 +59,16 @@ class TraceStream:
             # strace's escapes are bytes: as the tracer decodes paths (surrogateescape)
             octets = raw.encode("latin-1", "replace").decode("unicode_escape", "replace")
             self.cwd = octets.encode("latin-1", "replace").decode("utf-8", "surrogateescape")
+
+    def _report_end(self, token):
+        """Under eBPF the shim sees no trace, so no end marker: the command has ended once
+        bash wrote the last line of its state report (builtins run after the command, framed
+        by the command's secret token, on a pipe the command never held). Returns (the time
+        it was seen or None, the ``$?`` the report's ``__tc_e`` holds or None)."""
+        end = self.state_buf.find(("Z%s\n" % token).encode())
+        if end < 0:
+            return None, None
+        start = max(0, self.state_buf.rfind(("V%s\n" % token).encode(), 0, end))
+        m = re.search(rb'^declare -- __tc_e="(-?[0-9]{1,10})"$', bytes(self.state_buf[start:end]),
+                      re.M)
+        return time.monotonic(), int(m.group(1)) if m else None

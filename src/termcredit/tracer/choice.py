@@ -8,15 +8,31 @@ for what strace cannot give (ptrace for the agent, tracing across setuid).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 TRACER_CHOICES = ("auto", "ebpf", "strace")
 DEFAULT_TRACER = "auto"
 
-# Whether a sandbox session can be traced by the eBPF backend end to end (the host tracer
-# shared by sessions, its lines fed to the shim's step ends). Until then ``auto`` is strace.
-EBPF_SESSIONS = False
+# Whether a sandbox session can be traced by the eBPF backend end to end: the shared host
+# tracer follows both sessions (sandbox/host_steps.py), so ``auto`` prefers it where it runs.
+EBPF_SESSIONS = True
 NOT_WIRED = "the eBPF tracer does not yet follow sandbox sessions end to end (issue #33)"
+# ``auto`` as strace whatever the host can do: the test suite sets it (its sandboxes would
+# otherwise each process pay the host tracer's 15-60 s start; the eBPF path has its own tests)
+AUTO_ENV = "TERMCREDIT_AUTO_TRACER"
+
+
+# A task whose agent must ptrace its own processes (strace, gdb) says so in [metadata]; under
+# strace they are strace's tracees already, so PTRACE_TRACEME and attach fail for them.
+PTRACE_KEY = "agent_ptrace"
+NO_PTRACE = (f"the agent must ptrace its own processes ([metadata] {PTRACE_KEY}), which it "
+             "cannot under strace (they are strace's tracees already): use --tracer ebpf")
+
+
+def tracer_unsupported(metadata: dict[str, object], backend: str) -> list[str]:
+    """Why a task cannot be run with ``backend`` tracing its sandboxes (none: it can)."""
+    return [NO_PTRACE] if backend == "strace" and metadata.get(PTRACE_KEY) is True else []
 
 
 class TracerUnavailable(ValueError):
@@ -43,6 +59,7 @@ def resolve_tracer(choice: str, why_not: Callable[[], str | None] | None = None,
     where ``auto`` decided (None when the user named the backend). ``why_not`` says why this
     host cannot run eBPF (None: it can); ``wired`` stands for EBPF_SESSIONS (tests)."""
     check_choice(choice)
+    asked = why_not is None  # this host's own answer (not a test's stand-in)
     why_not = why_not or _ebpf_why_not
     wired = EBPF_SESSIONS if wired is None else wired
     if choice == "strace":
@@ -56,7 +73,22 @@ def resolve_tracer(choice: str, why_not: Callable[[], str | None] | None = None,
         return "ebpf", None
     if not wired:  # no probe of the host: its answer would change nothing
         return "strace", f"tracer: strace (auto: {NOT_WIRED})"
+    if asked and os.environ.get(AUTO_ENV) == "strace":
+        return "strace", f"tracer: strace (auto: {AUTO_ENV}=strace)"
     why = why_not()
     if why is not None:
         return "strace", f"tracer: strace (auto: {why})"
     return "ebpf", "tracer: ebpf (auto: this host can trace from the kernel)"
+
+
+def for_backend(choice: str, backend: str, note: str | None,
+                sandboxes: str) -> tuple[str, str | None]:
+    """(backend, note) once the sandboxes' backend is known: the host tracer cuts a session's
+    steps in the process that runs its shells, so eBPF follows ``local`` sandboxes only;
+    ``auto`` falls back to strace (saying why), ``ebpf`` is an error."""
+    if backend != "ebpf" or sandboxes == "local":
+        return backend, note
+    why = f"the eBPF tracer follows local sandboxes only, not the {sandboxes!r} backend's"
+    if choice == "ebpf":
+        raise TracerUnavailable(f"tracer 'ebpf': {why}")
+    return "strace", f"tracer: strace (auto: {why})"

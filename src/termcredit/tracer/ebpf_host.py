@@ -55,6 +55,7 @@ class SessionTrace:
     closed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)  # data, lost: Demux writes
     stream: StreamConverter | None = None  # once lines() was called
+    hurry: Callable[[], None] = lambda: None  # have the reader read now, not after its batch
     stray: int = 0
     _lost_fed: int = 0
 
@@ -187,6 +188,7 @@ class HostTracer:
         self._lock = threading.Lock()
         self._err = bytearray()
         self.proc: subprocess.Popen[bytes] | None = None
+        self._hurry = threading.Event()
 
     def start(self) -> None:
         why = available()
@@ -214,7 +216,8 @@ class HostTracer:
             for old in [t for t, x in self.sessions.items() if x.closed]:
                 del self.sessions[old]  # its late records count as unrouted
             s = SessionTrace(tag, pid, role, _readlink(f"/proc/{pid}/cwd"),
-                             time.time_ns() - time.monotonic_ns(), self.nonce, live={pid})
+                             time.time_ns() - time.monotonic_ns(), self.nonce, live={pid},
+                             hurry=self._hurry.set)
             self.sessions[tag] = s
         # the probe runs inside this call: once it returns, pid is traced. Any other caller
         # (wrong key, or not in the host's PID namespace) only gets prctl's EINVAL
@@ -230,9 +233,11 @@ class HostTracer:
     def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         # after each read, let the pipe fill a moment: one wakeup per batch, not per record
+        # (unless a session waits for its step's end: ``SessionTrace.hurry``)
         for chunk in iter(lambda: self.proc.stdout.read1(PIPE_BYTES), b""):  # type: ignore[union-attr]
             self.demux.feed(chunk)
-            time.sleep(BATCH_S)
+            self._hurry.wait(BATCH_S)
+            self._hurry.clear()
 
     def _read_err(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None

@@ -40,6 +40,7 @@ class RolloutConfig:
     command_timeout: float = 20.0
     obs_chars: int = 600
     system_prompt: str = SYSTEM_PROMPT
+    tracer: str = "strace"  # the resolved backend (the trainer sets it: tracer/choice.py)
 
 
 @dataclass
@@ -97,7 +98,7 @@ def rollout_episodes(policy: Any, layout: Any, jobs: list[Job], pool: SandboxPoo
     written (e.g. the trainer's teacher scoring), so each trajectory is written once,
     complete. ``hooks``: the trainer's (``depgpo.trial_hook.default_hooks``), passed to each
     episode."""
-    specs = [task_spec(j.task, j.image) for j in jobs]
+    specs = [task_spec(j.task, j.image, tracer=cfg.tracer) for j in jobs]
     pool.plan(specs)
     t_env = time.monotonic()
     prompts: dict[str, list[int]] = {}

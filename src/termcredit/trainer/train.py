@@ -32,7 +32,7 @@ from ..records import Trajectory
 from ..harness.backend import make_backend
 from ..sandbox import ImageMap
 from ..tasks import Task, find_tasks
-from ..tracer.choice import resolve_tracer
+from ..tracer.choice import for_backend, resolve_tracer
 from .checkpoint import latest_checkpoint, load_state, save_checkpoint
 from .config import TrainConfig, dump_config
 from .credit_metrics import credit_metrics, credit_metrics_for
@@ -116,7 +116,9 @@ class Trainer:
                  console: Console | None = None):
         self.cfg, self.run_dir = cfg, run_dir
         self.console = console or Console(stderr=True, soft_wrap=True)
-        _tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+        self.tracer, note = resolve_tracer(cfg.tracer)  # ebpf where it cannot run: an error, now
+        self.tracer, note = for_backend(cfg.tracer, self.tracer, note,
+                                        cfg.backend_settings().name)
         if note:
             self._print_dim(note)
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -220,6 +222,7 @@ class Trainer:
                 ) -> list[Trajectory]:
         """The jobs' episodes, generated together; trajectories in the jobs' order."""
         rcfg = self.cfg.rollout_config()
+        rcfg.tracer = self.tracer
         if temperature is not None:
             rcfg.temperature = temperature
         self.policy.model.eval()
