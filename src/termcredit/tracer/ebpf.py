@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .ebpf_format import Converter, Records, split_records
-from .ebpf_program import STRLEN, numbering, program
+from .ebpf_program import FLUSH_HZ, STRLEN, flush_probe, numbering, program
+from .ebpf_wakeup import wakeup_env
 
 TRACEFS = "/sys/kernel/tracing"
 PROBE = "syscalls/sys_enter_openat"
@@ -110,15 +111,21 @@ class EbpfTracer:
 
 
 def launch(text: str, map_keys: int) -> tuple[subprocess.Popen[bytes], str]:
-    """bpftrace running program ``text`` (written to a file only root reads), and that file."""
+    """bpftrace running program ``text`` (written to a file only root reads), and that file.
+    Its perf buffers wake the reader once per WAKEUP_EVENTS records where ``ebpf_wakeup``
+    turns that on (opt-in) and the program has its flush probe (the shared host program has
+    none yet); the program's ``$1`` says which (the flush probe runs only then)."""
     with tempfile.NamedTemporaryFile("w", suffix=".bt", delete=False) as f:
         f.write(text)
     # 16 MiB of perf buffer per CPU: bpftrace's default (64 pages) loses records in
     # bursts (a shell start-up's ld.so opens); losses are still counted and flagged.
     # More map keys than the default 4096: a map holds one entry per live traced task
-    env = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN), BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES),
-               BPFTRACE_MAP_KEYS_MAX=str(map_keys))
-    proc = subprocess.Popen(["bpftrace", "-q", f.name], stdout=subprocess.PIPE,
+    env, wakeup = dict(os.environ, BPFTRACE_STRLEN=str(STRLEN),
+                       BPFTRACE_PERF_RB_PAGES=str(PERF_PAGES),
+                       BPFTRACE_MAP_KEYS_MAX=str(map_keys)), 1
+    if flush_probe() in text:  # batched only where the program announces the leftovers
+        env, wakeup = wakeup_env(env)
+    proc = subprocess.Popen(["bpftrace", "-q", f.name, str(wakeup)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
     try:  # room for the batches the reader leaves in the pipe (see _drain)
         fcntl.fcntl(proc.stdout.fileno(), F_SETPIPE_SZ, PIPE_BYTES)  # type: ignore[union-attr]
@@ -141,8 +148,11 @@ def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool]) -> bool
 
 def detach(proc: subprocess.Popen[bytes] | None, readers: list[threading.Thread],
            prog: str) -> None:
-    """Stop bpftrace (SIGINT: it drains its buffers and exits), its readers, its file."""
+    """Stop bpftrace (SIGINT: it drains its buffers and exits), its readers, its file. Two
+    flush ticks first: bpftrace drains only the buffers the kernel has announced, and a
+    record made before now is announced by the next tick (see ``flush_probe``)."""
     if proc is not None and proc.poll() is None:
+        time.sleep(2 / FLUSH_HZ)
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=30)

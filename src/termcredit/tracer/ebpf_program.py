@@ -6,8 +6,10 @@ however the agent moves between PID, mount or user namespaces, and whatever it c
 processes. It prints raw records; ``ebpf_format`` turns them into the strace lines the parser
 reads (cwd, paths, quoting live there, not in the kernel).
 
-What it costs is the records: bpftrace 0.17 wakes its reader for each one (a perf buffer, one
-wakeup per event) and formats it in user space. So a traced call makes *one* record, printed
+What it costs is the records, and mostly their wakeups: bpftrace 0.17 asks the kernel to
+announce every perf-buffer event, a self-interrupt in the traced task's own syscall; bpftrace
+can be started with that batched to one per WAKEUP_EVENTS (``ebpf_wakeup``, opt-in for now),
+and ``flush_probe`` then announces what a batch left over at FLUSH_HZ. So a traced call makes *one* record, printed
 at its exit from arguments the entry kept in a per-call map, with its first string inline; and
 nothing else is traced: an fd's path is found without following close, dup or fcntl, because
 each fd argument is sent as its ``struct file`` (and that file's dentry, so a freed and reused
@@ -115,6 +117,18 @@ class Numbering:
 
     def nr(self, name: str) -> int:
         return self.names.index(name)
+
+
+WAKEUP_EVENTS = 16  # perf-buffer events per reader wakeup, where ebpf_wakeup's library builds
+FLUSH_HZ = 100  # a record waits at most this long to be announced
+
+
+def flush_probe() -> str:
+    """With a wakeup per WAKEUP_EVENTS events, a CPU's last few records would wait for more:
+    at each tick, on every CPU, WAKEUP_EVENTS empty printfs (events that print nothing) make
+    the kernel announce the buffer, and the reader takes all of it. ``$1`` is the wakeup
+    count bpftrace runs with (``ebpf.launch``): at 1 there is nothing to flush."""
+    return f'profile:hz:{FLUSH_HZ} /$1 > 1/ {{ unroll({WAKEUP_EVENTS}) {{ printf(""); }} }}\n'
 
 
 def traced_names(role: str) -> tuple[str, ...]:
@@ -271,6 +285,7 @@ def program(root_pid: int, nonce: str, role: str) -> str:
     parts = [
         # BEGIN runs once every probe is attached: the ready record says tracing has begun
         f'BEGIN {{ @t[{int(root_pid)}] = 1; printf("{nonce}R %llu{nonce}Z\\n", nsecs); }}\n',
+        flush_probe(),
         "tracepoint:sched:sched_process_fork /@t[args->parent_pid]/ {\n"
         "  @t[args->child_pid] = 1; @kid[tid] = args->child_pid;\n"
         f'  printf("{nonce}F %llu %d %d{nonce}Z\\n", nsecs, args->parent_pid, args->child_pid);\n}}\n',
