@@ -87,6 +87,9 @@ class BenchConfig:
     # the start policy's demonstrations: "noisy" (demos.py), or "refined": the noisy ones
     # replayed into trials and run through `termcredit refine` (warm_refined.py)
     warm_demos: str = "noisy"
+    # the noisy (or decoy) demonstrations replayed in sandboxes first, their observations the
+    # commands' real output instead of the synthetic "exit code: 0" (warm_replayed.py)
+    replay_demos: bool = False
     # also warm-start on the other demonstrations (start-<kind>/) and evaluate that start on
     # the same seeds and episodes: the report's noisy-vs-refined table
     warm_compare: bool = False
@@ -193,14 +196,21 @@ def _start_checkpoint(cfg: BenchConfig, out: Path, kind: str, where: str,
     tasks = find_tasks(cfg.tasks)
     rng = random.Random(0)
     # a task that declares its decoys ([metadata.demos]) gets them instead of the noisy mix
-    demos = [d for t in tasks for d in (decoy_demos(t) if has_decoys(t) else noisy_demos(t, rng))]
-    if kind == "refined" and not (out / where / "config.json").is_file():
+    per_task = [(t, decoy_demos(t) if has_decoys(t) else noisy_demos(t, rng)) for t in tasks]
+    demos = [d for _, ds in per_task for d in ds]
+    done = (out / where / "config.json").is_file()
+    run_as_rollouts = {"obs_chars": int(cfg.rollout.get("obs_chars", 600)),
+                       "command_timeout": float(cfg.rollout.get("command_timeout", 10.0)),
+                       "log": lambda m: console.print(Text(m, style="dim"))}
+    if kind == "noisy" and cfg.replay_demos and not done:
+        from .warm_replayed import replayed_demos
+
+        demos = replayed_demos(per_task, out / where / "replay",
+                               train_instances=TrainConfig.train_instances, **run_as_rollouts)
+    if kind == "refined" and not done:
         from .warm_refined import refined_demos
 
-        demos = refined_demos(tasks, out / where / "refine",
-                              obs_chars=int(cfg.rollout.get("obs_chars", 600)),
-                              command_timeout=float(cfg.rollout.get("command_timeout", 10.0)),
-                              log=lambda m: console.print(Text(m, style="dim")))
+        demos = refined_demos(tasks, out / where / "refine", **run_as_rollouts)
     return _sft_checkpoint(cfg, out / where, demos, cfg.warm_steps, console)
 
 
