@@ -33,7 +33,7 @@ def test_report_only_on_a_partial_bench_dir(tmp_path, capsys):
     md = (out / "REPORT.md").read_text()
     assert "## Learning efficiency per update" in md
     assert "| grpo | 1.000 | 0.333 | 1.000 | 0.000 |" in md  # success: start, u0, u1, final
-    for name in ("curves.png", "report.html"):
+    for name in ("curves.png", "efficiency.png", "report.html"):
         assert (out / name).is_file()
 
 

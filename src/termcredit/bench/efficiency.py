@@ -145,7 +145,8 @@ def efficiency_lines(eff: dict[str, Any] | None,
              "update's). Decoy-episode rate: episodes that ran a command the task declares "
              "breaking; errored-command rate: commands that exited non-zero or timed out, "
              "over commands run; steps and tokens (sampled action tokens) per successful "
-             f"episode. {n_up} update(s) recorded so far at most."]
+             f"episode. {n_up} update(s) recorded so far at most. The same as curves: "
+             "efficiency.png.", "", "![efficiency](efficiency.png)"]
     start = eff["start"] or {}
     fmt = {"steps_per_success": ".2f", "tokens_per_success": ".0f"}
     for key in RATES:

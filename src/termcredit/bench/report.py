@@ -19,7 +19,7 @@ from .blame import blame_lines, blame_split, rollout_trials, tally
 from .ceiling import ceiling_lines
 from .efficiency import bench_efficiency, efficiency_lines
 from .warm_compare import warm_comparison, warm_lines
-from .plots import plot_curves
+from .plots import plot_curves, plot_efficiency
 from .stats import Run, cell, compare, run_dir_name
 
 KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
@@ -250,6 +250,8 @@ def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dic
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
     plot_curves(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})",
                 "held-out evaluation" + (" (sampled)" if cfg.eval_temperature else ""))
+    plot_efficiency(doc["efficiency"], out / "efficiency.png",
+                    f"learning efficiency ({cfg.tier} tier, {cfg.model}): training rollouts")
     md = _markdown(doc, cfg)
     (out / "REPORT.md").write_text(md)
     graphs = _graphs(out, [Path(t).name for t in cfg.tasks])
