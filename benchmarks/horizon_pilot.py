@@ -3,10 +3,10 @@
 Runs `termcredit bench --tier horizon` with one seed, STEPS updates and 12 held-out instances
 per task (36 evaluation episodes), torch on one thread, into OUT (resumable like any bench
 dir); then, or with --analyse-only, prints per algorithm and update (and for the start's and
-the final evaluations): success, the errored-command rate (commands that exited non-zero or
-timed out), the decoy rate (episodes that ran a command the task declares breaking), the
-garbling rate (episodes whose first fault is an errored command rather than a decoy) and
-steps per success, from the recorded trajectories.
+the final evaluations) the rates the bench report's "Learning efficiency" tables hold
+(bench/efficiency.py: success, steps and tokens per success, the decoy-episode rate, the
+errored-command rate, the share of episodes whose first fault is a garbled command), from the
+recorded trajectories.
 
 Usage: .venv/bin/python benchmarks/horizon_pilot.py OUT [--steps 4] [--analyse-only]
 """
@@ -14,57 +14,33 @@ Usage: .venv/bin/python benchmarks/horizon_pilot.py OUT [--steps 4] [--analyse-o
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
+from termcredit.bench.efficiency import RATES, bench_efficiency
 from termcredit.bench.protocol import HORIZON_TASKS, bench_config, run_bench
-from termcredit.estimators.oracle import OracleSpec, label_steps
-from termcredit.records import Trajectory
-from termcredit.tasks import load_task
-from termcredit.trialdir import load_trajectory
+from termcredit.bench.stats import cell
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def rates(trajs: list[Trajectory], specs: dict[str, OracleSpec]) -> str:
-    wins = [t for t in trajs if t.verifier and t.verifier.reward >= 1]
-    cmds = [s.command for t in trajs for s in t.steps if s.command is not None]
-    errored = sum(c.exit_code != 0 or c.timed_out for c in cmds) / max(1, len(cmds))
-    decoy = garbled = 0
-    for t in trajs:
-        bad = set(label_steps(t, specs[t.task])["breaking"])
-        decoy += bool(bad)
-        for s in t.steps:
-            if s.command is None or s.index in bad:
-                if s.index in bad:
-                    break
-                continue
-            if s.command.exit_code != 0 or s.command.timed_out:
-                garbled += 1
-                break
-    n = max(1, len(trajs))
-    sps = f"{sum(len(t.steps) for t in wins) / len(wins):.2f}" if wins else "—"
-    return (f"n={len(trajs)} success={len(wins) / n:.3f} errored_cmd={errored:.3f} "
-            f"decoy_ep={decoy / n:.3f} garbled_first={garbled / n:.3f} steps/success={sps}")
+def line(r: dict) -> str:
+    """One set of episodes' rates (bench/efficiency.py, the report's own)."""
+    return " ".join(f"{k}={cell(r.get(k), '.0f' if k == 'episodes' else '.3f')}"
+                    for k in ("episodes", *RATES))
 
 
 def analyse(out: Path) -> None:
-    specs = {t: OracleSpec.from_metadata(load_task(REPO / "tasks" / t).metadata, t)
-             for t in HORIZON_TASKS}
-
-    def load(folder: Path, skip: str = "") -> list[Trajectory]:
-        return [load_trajectory(p.parent) for p in sorted(folder.rglob("trajectory.json"))
-                if not skip or skip not in p.parts]
-
-    start = load(out / "start-eval")
-    if start:
-        print("start eval", rates(start, specs))
-    for algo in sorted(p for p in out.iterdir() if (p / "seed-0" / "rollouts").is_dir()):
-        for step in sorted((algo / "seed-0" / "rollouts").glob("step-*")):
-            print(algo.name, step.name, rates(load(step), specs))
-        final = load(algo / "seed-0", skip="rollouts")
-        if final:
-            print(algo.name, "final eval", rates(final, specs))
+    algos = json.loads((out / "bench.json").read_text())["algos"]
+    eff = bench_efficiency(out, algos, [0], [str(REPO / "tasks" / t) for t in HORIZON_TASKS])
+    if eff["start"]:
+        print("start eval", line(eff["start"]))
+    for algo, a in eff["algorithms"].items():
+        for u in a["updates"]:
+            print(algo, f"update {u['update']}", line(u))
+        if a["final"]:
+            print(algo, "final eval", line(a["final"]))
 
 
 def main() -> None:

@@ -59,3 +59,46 @@ def plot_curves(summary: dict[str, Any], path: Path, title: str, eval_label: str
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+# efficiency.png: the curves where per-step credit should show before success moves
+EFFICIENCY_PANELS = (("steps_per_success", "steps per success"),
+                     ("tokens_per_success", "tokens per success"),
+                     ("decoy_ep", "decoy-episode rate"), ("errored_cmd", "errored-command rate"))
+
+
+def plot_efficiency(eff: dict[str, Any], path: Path, title: str) -> None:
+    """One panel per rate of ``EFFICIENCY_PANELS`` against updates (training rollouts, seeds
+    pooled; bench/efficiency.py), one line per algorithm; the start's evaluation at x = -1
+    and the final one after the last update as markers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(EFFICIENCY_PANELS), figsize=(16, 4), dpi=110)
+    start = eff.get("start") or {}
+    for ax, (key, label) in zip(axes, EFFICIENCY_PANELS):
+        if start.get(key) is not None:
+            ax.plot([-1], [start[key]], marker="s", color="gray", linestyle="none",
+                    label="start (eval)")
+        for (algo, a), dash in zip(eff["algorithms"].items(), ["-", "--", "-.", ":"] * 3):
+            pts = [(u["update"], u[key]) for u in a["updates"] if u.get(key) is not None]
+            color = None
+            if pts:
+                color = ax.plot(*zip(*pts), linestyle=dash, marker=".", label=algo,
+                                linewidth=2 if algo.startswith("depgpo") else 1.3)[0].get_color()
+            final = (a.get("final") or {}).get(key)
+            if final is not None:
+                last = max((u["update"] for u in a["updates"]), default=0) + 1
+                ax.plot([last], [final], marker="o", markerfacecolor="none", color=color,
+                        linestyle="none", label=None if color else algo)
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("update (start: -1, final eval: after the last)")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -17,8 +17,9 @@ from ..trialdir import TrialPaths, load_trajectory
 from . import stats as stats_
 from .blame import blame_lines, blame_split, rollout_trials, tally
 from .ceiling import ceiling_lines
+from .efficiency import bench_efficiency, efficiency_lines
 from .warm_compare import warm_comparison, warm_lines
-from .plots import plot_curves
+from .plots import plot_curves, plot_efficiency
 from .stats import Run, cell, compare, run_dir_name
 
 KEYS_TIME = ("time/rollout_s", "time/credit_s", "time/update_s", "time/eval_s")
@@ -240,6 +241,7 @@ def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dic
            "comparisons": compare(runs, n_boot=n_boot),
            "start": json.loads(start.read_text()) if start.is_file() else None,
            "depgpo_blame": _blame(out, cfg.algos),
+           "efficiency": bench_efficiency(out, cfg.algos, cfg.seeds, cfg.tasks),
            "warm_start": warm_comparison(out, getattr(cfg, "warm_demos", "noisy"), cfg.seeds,
                                          n_boot),
            "updates_ratio_grpo_over_depgpo": ratio, "updates_ratio_note": why,
@@ -248,6 +250,8 @@ def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dic
     (out / "summary.json").write_text(json.dumps(doc, indent=2))
     plot_curves(summary, out / "curves.png", f"termcredit bench ({cfg.tier} tier, {cfg.model})",
                 "held-out evaluation" + (" (sampled)" if cfg.eval_temperature else ""))
+    plot_efficiency(doc["efficiency"], out / "efficiency.png",
+                    f"learning efficiency ({cfg.tier} tier, {cfg.model}): training rollouts")
     md = _markdown(doc, cfg)
     (out / "REPORT.md").write_text(md)
     graphs = _graphs(out, [Path(t).name for t in cfg.tasks])
@@ -386,6 +390,7 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
         lines += ["", "## Variants (variant − its plain algorithm)", ""]
         lines += [f"- {e['sentence']}" for e in cmp_["ablations"].values()]
     lines += ceiling_lines(cmp_.get("captured"))
+    lines += efficiency_lines(doc.get("efficiency"), _md_table)
     lines += warm_lines(doc.get("warm_start"), _md_table)
     for title, (head, rows), none in (
             ("Fallback reasons (fraction of trajectories)", _fallbacks(doc),

@@ -82,6 +82,8 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from ..bench.protocol import bench_config, run_bench
 
+    if args.report_only:
+        return _report_only(Path(args.report_only))
     try:
         cfg = bench_config(args.tier, ablations=args.ablations, model=args.model,
                            algos=args.algo, seeds=args.seed, steps=args.steps, lr=args.lr,
@@ -93,6 +95,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return 2
     out = run_bench(cfg, Path(args.out) if args.out else None, console)
     print(out)
+    return 0
+
+
+def _report_only(out: Path) -> int:
+    """The report of a bench directory, finished or not, from what it holds (its bench.json
+    settings; runs not started yet are left out)."""
+    from ..bench.report import write_report
+
+    if not (out / "bench.json").is_file():
+        console.print(shown(f"termcredit bench: {out}: no bench.json (not a bench directory)",
+                            "red"))
+        return 2
+    write_report(out)
+    print(out / "REPORT.md")
     return 0
 
 
@@ -127,6 +143,10 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
                    "start-noisy/) and evaluate it on the same seeds and held-out episodes; "
                    "training goes on from start/; the report gets a noisy-vs-refined table")
     b.add_argument("--out", help="bench directory (default runs/bench-<stamp>)")
+    b.add_argument("--report-only", metavar="DIR",
+                   help="train nothing: write the report (REPORT.md, summary.json, curves.png, "
+                   "report.html) of the bench directory DIR again from what it holds, finished "
+                   "or still running, with its own settings (bench.json)")
     add_backend_flags(b, None)
     b.set_defaults(func=_cmd_bench)
 
