@@ -71,6 +71,16 @@ def test_a_marker_that_never_comes_flags_the_step(session, monkeypatch):
     assert len(step.text.splitlines()) == 2  # what did come is the step's
 
 
+def test_a_step_without_its_marker_hands_its_lines_out_for_good(session, monkeypatch):
+    # the lines of a step whose marker never came are that step's: none reach the next step
+    monkeypatch.setattr(host_steps, "MARKER_WAIT_S", 0.2)
+    s, trace = session
+    trace.queue += [_start(1), '2 0.15 openat(-100</>, "/a", 0, 00) = 3</a>']
+    assert len(s.step(1, "t1", ended=True).text.splitlines()) == 2
+    trace.queue += [_start(2), _end(2, 0, "t2")]
+    assert s.step(2, "t2", ended=True).text.splitlines() == [_start(2), _end(2, 0, "t2")]
+
+
 def test_a_shell_that_died_takes_what_came_without_waiting_for_a_marker(session):
     s, trace = session
     trace.queue += [_start(1), "1 0.3 +++ killed by SIGKILL +++"]

@@ -95,8 +95,7 @@ class HostSession:
             tail -= 1
         keep = [x for x in lines[head:tail] if self.mark + "/" in x or x.startswith(LOST)]
         cut = sum(len(x) + 1 for x in lines[head:tail]) - sum(len(x) + 1 for x in keep)
-        self.cutter.lines = lines[:head] + keep + lines[tail:]
-        self.cutter._scanned = 0
+        self.cutter.replace(lines[:head] + keep + lines[tail:])
         self.dropped += cut
         self.size -= cut
 
@@ -116,8 +115,7 @@ class HostSession:
                 time.sleep(POLL_S)
         with self.lock:
             if got is None:
-                lines, code = self.cutter.lines, None
-                self.cutter.lines, self.cutter._scanned = [], 0
+                lines, code = self.cutter.take_all(), None
             else:
                 lines, code = got
             self.size -= min(self.size, sum(len(x) + 1 for x in lines))
@@ -134,7 +132,7 @@ class HostSession:
         """The lines not handed out as a step (verification time, a shell that ended)."""
         self.take()
         with self.lock:
-            lines, self.cutter.lines, self.cutter._scanned = self.cutter.lines, [], 0
+            lines = self.cutter.take_all()
             self.size = 0
         return "".join(x + "\n" for x in lines)
 

@@ -32,8 +32,8 @@ class Verifying:
                 pass
             cut, outputs, ended = 0, [fd for fd in (self.out_fd, self.err_fd) if fd is not None], False
             while not ended:
-                watched = [fd for fd in (self.ctl, self.trace_fd, stop_r) if fd is not None]
-                ready = select.select(watched + outputs, [], [], 0.5)[0]
+                ready = select.select(self._with_trace(self.ctl, stop_r) + outputs, [], [],
+                                      0.5)[0]
                 if stop_r in ready:
                     break
                 for fd in ready:

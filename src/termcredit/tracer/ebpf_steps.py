@@ -27,6 +27,16 @@ class StepCutter:
     def feed(self, lines: list[str]) -> None:
         self.lines += lines
 
+    def replace(self, lines: list[str]) -> None:
+        """Put ``lines`` in place of the pending ones (a bound cut some out): searched anew."""
+        self.lines, self._scanned = lines, 0
+
+    def take_all(self) -> list[str]:
+        """Every pending line, handed out (a step whose marker never came; the session's rest)."""
+        out = self.lines
+        self.replace([])
+        return out
+
     def cut(self, seq: int, token: str) -> tuple[list[str], int] | None:
         """Step ``seq``'s lines (up to and with its end marker) and its exit code, once its
         marker with ``token`` came; None until then."""
