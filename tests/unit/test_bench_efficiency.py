@@ -62,6 +62,14 @@ def test_episode_rates_by_hand():
                                "decoy_ep": 0.75, "garbled_first": 0.25})
 
 
+def test_a_command_that_timed_out_is_errored_whatever_its_exit_code():
+    # by hand: one episode of task "u", two commands, the second timed out with exit code 0
+    # (a killed command's code is whatever the shell reported): 1 errored of 2 -> 0.5
+    g = traj("u", 0.0, [("sleep 1", 0), ("sleep 99", 0)])
+    g.steps[1].command.timed_out = True
+    assert episode_rates([g], SPECS)["errored_cmd"] == 0.5
+
+
 def test_no_declared_task_no_decoy_rates_and_no_success_no_per_success():
     r = episode_rates([F], SPECS)
     assert r["decoy_ep"] is None and r["garbled_first"] is None

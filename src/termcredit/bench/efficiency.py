@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable
 
-from ..estimators.oracle import INFO_KEY, OracleSpec, label_steps
+from ..estimators.oracle import INFO_KEY, OracleSpec, errored, label_steps
 from ..estimators.rewards import reward_of
 from ..harness.infra import is_infra
-from ..records import Step, Trajectory
+from ..records import Trajectory
 from ..tasks import find_tasks
 from ..trialdir import load_trajectory
 from .stats import cell, run_dir_name
@@ -44,11 +44,6 @@ def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _errored(step: Step) -> bool:
-    cmd = step.command
-    return cmd is not None and (cmd.exit_code != 0 or cmd.timed_out)
-
-
 def episode_rates(trajs: Sequence[Trajectory], specs: dict[str, OracleSpec]
                   ) -> dict[str, float | None]:
     """The rates of the module doc over ``trajs``; ``specs``: task name -> declared ground
@@ -61,13 +56,13 @@ def episode_rates(trajs: Sequence[Trajectory], specs: dict[str, OracleSpec]
         "episodes": float(len(ok)), "success": _mean([float(t in wins) for t in ok]),
         "steps_per_success": _mean([float(len(t.steps)) for t in wins]),
         "tokens_per_success": _mean([float(x) for x in tokens]),
-        "errored_cmd": _mean([float(_errored(s)) for s in cmds])}
+        "errored_cmd": _mean([float(errored(s)) for s in cmds])}
     decoy, garbled = [], []
     for t in ok:
         if t.task not in specs:
             continue
         bad = set(label_steps(t, specs[t.task])["breaking"])
-        faults = [s.index for s in t.steps if s.index in bad or _errored(s)]
+        faults = [s.index for s in t.steps if s.index in bad or errored(s)]
         decoy.append(float(bool(bad)))
         garbled.append(float(bool(faults) and faults[0] not in bad))
     out["decoy_ep"], out["garbled_first"] = _mean(decoy), _mean(garbled)

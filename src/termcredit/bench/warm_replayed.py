@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from ..estimators.oracle import errored
 from ..estimators.rewards import training_reward
 from ..jsonl import write_jsonl
 from ..refine.dataset import demo_of
@@ -51,9 +52,8 @@ def replayed_demos(per_task: list[tuple[Task, list[Demo]]], out: Path, *, train_
         for d, (task, inst, _), r in zip(demos, jobs, rewards)])
     (out / "warm.json").write_text(json.dumps({
         "demos": len(demos), "solved": sum(r >= 1.0 for r in rewards),
-        "errored_commands": sum(s.command.exit_code != 0 or s.command.timed_out
-                                for tr in trials if tr is not None
-                                for s in tr.steps if s.command is not None)}, indent=2) + "\n")
+        "errored_commands": sum(errored(s) for tr in trials if tr is not None
+                                for s in tr.steps)}, indent=2) + "\n")
     log(f"replayed warm start: {len(demos)} demonstrations, "
         f"{sum(r >= 1.0 for r in rewards)} solve their task")
     return demos

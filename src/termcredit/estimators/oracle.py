@@ -76,7 +76,8 @@ def _ran_cleanly(step: Step) -> bool:
     return cmd is not None and cmd.exit_code == 0 and not cmd.timed_out
 
 
-def _failed(step: Step) -> bool:
+def errored(step: Step) -> bool:
+    """A command that exited non-zero or timed out (what the bench's rates count as errored)."""
     cmd = step.command
     return cmd is not None and (cmd.exit_code != 0 or cmd.timed_out)
 
@@ -126,7 +127,7 @@ class Oracle:
     def blame_weights(self, traj: Trajectory) -> StepWeights:
         """Blame on the breaking commands and on the commands that failed."""
         lab = _labels(traj)
-        hot = lab["breaking"] | {s.index for s in traj.steps if _failed(s)}
+        hot = lab["breaking"] | {s.index for s in traj.steps if errored(s)}
         if not hot:  # an omission: nothing present is at fault
             ones = (1.0,) * len(traj.steps)
             return StepWeights(tuple(s.index for s in traj.steps), (None,) * len(traj.steps),
