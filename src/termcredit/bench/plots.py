@@ -52,6 +52,12 @@ def plot_curves(summary: dict[str, Any], path: Path, title: str, eval_label: str
     for ax in (ax_s, ax_z):
         ax.set_xlabel("updates")
         ax.set_ylim(-0.02, 1.02)
+    _finish(plt, fig, (ax_s, ax_z), path, title)
+
+
+def _finish(plt: Any, fig: Any, axes: Any, path: Path, title: str) -> None:
+    """Grid and legend (where something is labelled) on each panel; title, save, close."""
+    for ax in axes:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
@@ -95,10 +101,4 @@ def plot_efficiency(eff: dict[str, Any], path: Path, title: str) -> None:
                         linestyle="none", label=None if color else algo)
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("update (start: -1, final eval: after the last)")
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _finish(plt, fig, axes, path, title)
