@@ -15,7 +15,9 @@ process's pid), that without ``--pidns-translation``, and under ``strace -c`` (t
 per step); strace pinned to one CPU as the shim pins it.
 
 Usage: .venv/bin/python benchmarks/step_overhead.py [--n 200] [--block 20] [--profile]
-       [--tracer strace|ebpf]
+       [--tracer strace|ebpf|strace,ebpf]
+With both tracers, blocks of each alternate in one run and each prints its own
+``RESULT backend=<name> step_overhead_ms=...`` line.
 Goal: step overhead <= 3 ms, reset <= 50 ms.
 """
 
@@ -83,42 +85,54 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="where a step's time goes")
     ap.add_argument("--block", type=int, default=20,
                     help="steps per block, traced and docker exec blocks alternating (1: per call)")
-    ap.add_argument("--tracer", choices=("strace", "ebpf"), default="strace",
-                    help="what traces the sandbox (ebpf: the host tracer, started first)")
+    ap.add_argument("--tracer", default="strace",
+                    help="what traces the sandbox: strace, ebpf (the host tracer, started "
+                    "first), or both comma-separated (blocks of each alternate in one run)")
     args = ap.parse_args()
+    tracers = args.tracer.split(",")
+    if not tracers or any(t not in ("strace", "ebpf") for t in tracers):
+        ap.error(f"--tracer: strace, ebpf or both, not {args.tracer!r}")
 
     client = docker_client()
-    spec = SandboxSpec(image=ensure_base_image(client), tracer=args.tracer)
+    image = ensure_base_image(client)
     run_id = f"bench-step-{int(time.time())}"
-    sb = Sandbox(client, spec, run_id)
+    boxes = {t: Sandbox(client, SandboxSpec(image=image, tracer=t), run_id) for t in tracers}
+    first = boxes[tracers[0]]
+    traced: dict[str, list[float]] = {t: [] for t in tracers}
+    in_shim: dict[str, list[float]] = {t: [] for t in tracers}
+    plain: list[float] = []
     try:
         # the command's own time: /bin/true forked+exec'd by bash, untraced, same container
-        loop = sb.container.exec_run(
+        loop = first.container.exec_run(
             ["bash", "-c", f"s=$(date +%s%N); for i in $(seq {args.n}); do /bin/true; done; "
              "e=$(date +%s%N); echo $(( (e - s) / 1000 ))"])
         own_ms = int(loop.output.decode().strip()) / 1000 / args.n
 
-        for _ in range(10):  # warm both paths
-            sb.run("/bin/true")
-            sb.container.exec_run(["/bin/true"])
-        traced, plain, in_shim = [], [], []
-        # alternate blocks, so drift in machine load hits both alike; a block, not a call: the
-        # work docker does after an exec returns (runc, containerd) would land on the next step
+        for _ in range(10):  # warm every path
+            for sb in boxes.values():
+                sb.run("/bin/true")
+            first.container.exec_run(["/bin/true"])
+        # alternate blocks, so drift in machine load hits every method alike; a block, not a
+        # call: the work docker does after an exec returns (runc, containerd) would land on
+        # the next step
         for _ in range(0, args.n, args.block):
+            for t, sb in boxes.items():
+                for _ in range(args.block):
+                    t0 = time.perf_counter()
+                    rec = sb.run("/bin/true")
+                    traced[t].append((time.perf_counter() - t0) * 1000)
+                    in_shim[t].append(rec.duration_s * 1000)
+                    assert rec.exit_code == 0 and "execve(" in rec.trace
             for _ in range(args.block):
                 t0 = time.perf_counter()
-                rec = sb.run("/bin/true")
-                traced.append((time.perf_counter() - t0) * 1000)
-                in_shim.append(rec.duration_s * 1000)
-                assert rec.exit_code == 0 and "execve(" in rec.trace
-            for _ in range(args.block):
-                t0 = time.perf_counter()
-                assert sb.container.exec_run(["/bin/true"]).exit_code == 0
+                assert first.container.exec_run(["/bin/true"]).exit_code == 0
                 plain.append((time.perf_counter() - t0) * 1000)
-        prof = profile_protocol(sb) if args.profile else None
+        prof = profile_protocol(first) if args.profile else None
     finally:
-        sb.remove()
+        for sb in boxes.values():
+            sb.remove()
 
+    spec = first.spec
     pool = SandboxPool(client, run_id, ahead=2)
     waits = []
     try:
@@ -134,28 +148,31 @@ def main() -> None:
     finally:
         pool.close()
 
-    step_ms = statistics.median(traced) - own_ms
     exec_ms = statistics.median(plain)
     reset_ms = statistics.median(waits)
-    print(f"traced step wall (median of {args.n}): {statistics.median(traced):.2f} ms "
-          f"(p90 {statistics.quantiles(traced, n=10)[-1]:.2f})")
     print(f"/bin/true own time, untraced:          {own_ms:.2f} ms")
     print(f"docker exec wall (median of {args.n}): {exec_ms:.2f} ms "
           f"(p90 {statistics.quantiles(plain, n=10)[-1]:.2f})")
-    print(f"pool acquire, warm (median of {args.resets}): {reset_ms:.2f} ms")
-    print(f"docker exec / traced step overhead: {exec_ms / max(step_ms, 1e-6):.1f}x")
+    print(f"pool acquire, warm (median of {args.resets}, {tracers[0]}): {reset_ms:.2f} ms")
+    for t in tracers:
+        step_ms = statistics.median(traced[t]) - own_ms
+        print(f"[{t}] traced step wall (median of {args.n}): {statistics.median(traced[t]):.2f} "
+              f"ms (p90 {statistics.quantiles(traced[t], n=10)[-1]:.2f}); in the shim "
+              f"(script written -> end marker seen) {statistics.median(in_shim[t]):.2f} ms; "
+              f"docker exec / step overhead {exec_ms / max(step_ms, 1e-6):.1f}x")
+        label = f"backend={t} " if len(tracers) > 1 else ""
+        print(f"RESULT {label}step_overhead_ms={step_ms:.2f} docker_exec_ms={exec_ms:.2f} "
+              f"reset_ms={reset_ms:.2f}")
     if prof is not None:
-        shim = statistics.median(in_shim)
-        print(f"  in the shim (script written -> end marker seen): {shim:.2f} ms; "
-              f"host and transport: {statistics.median(traced) - shim:.2f} ms")
+        shim = statistics.median(in_shim[tracers[0]])
+        print(f"  [{tracers[0]}] host and transport: "
+              f"{statistics.median(traced[tracers[0]]) - shim:.2f} ms")
         print(f"  the protocol in bash alone, per step: untraced {prof['bash_untraced_ms']:.2f} ms"
               f" (from a pipe {prof['bash_piped_ms']:.2f}); traced {prof['bash_traced_ms']:.2f} ms"
               f" ({prof['stops_per_step']:.1f} traced calls); traced in a PID namespace "
               f"{prof['bash_traced_pidns_ms']:.2f} ms (without --pidns-translation "
               f"{prof['bash_traced_pidns_raw_ms']:.2f}); the shim's own part is about "
               f"{shim - prof['bash_traced_pidns_ms']:.2f} ms")
-    print(f"RESULT step_overhead_ms={step_ms:.2f} docker_exec_ms={exec_ms:.2f} "
-          f"reset_ms={reset_ms:.2f}")
 
 
 if __name__ == "__main__":

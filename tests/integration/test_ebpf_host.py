@@ -85,3 +85,48 @@ def _forge(tracer: HostTracer) -> SessionTrace:
     assert control.registered.wait(30)
     time.sleep(1)  # the refused ones' G records would be read by now
     return forged
+
+
+def test_short_sessions_come_back_whole_under_batched_wakeups(tmp_path: Path) -> None:
+    """A session of a few milliseconds, closed at once: every record is there (its last few
+    sit in a perf buffer not yet announced until the close's fence flushes them), and a
+    fence answers the host only."""
+    tracer = HostTracer()
+    tracer.start()
+    try:
+        assert tracer.proc is not None
+        environ = Path(f"/proc/{tracer.proc.pid}/environ").read_bytes().split(b"\0")
+        assert b"TC_WAKEUP_EVENTS=16" in environ  # batched: the case the fences are for
+        results = []
+        for i in range(12):
+            p = subprocess.Popen(["bash", "-c", f"read _go; echo {i} > {tmp_path}/f{i}"],
+                                 stdin=subprocess.PIPE)
+            trace = tracer.follow(p.pid, "agent")
+            assert trace.registered.wait(30)
+            p.communicate(b"go\n", timeout=60)
+            t0 = time.monotonic()
+            results.append((trace.close(timeout=60), time.monotonic() - t0))
+        forged = _forge_fence(tracer)
+    finally:
+        tracer.stop()
+    for i, (r, took) in enumerate(results):
+        assert r.lost == 0 and r.stray == 0
+        assert str(tmp_path / f"f{i}") in summarize_segment(r.text).written, i
+        assert took < 0.3  # a fence, not the 0.3 s settle time it replaces
+    assert forged == {}
+
+
+def _forge_fence(tracer: HostTracer) -> dict[int, int]:
+    """A fence call with the right key from another PID namespace (an agent that learned
+    it): no B record. The host's own fence after it is read only once everything printed
+    before it is, so the forged one's answer, had there been one, is in by then."""
+    from termcredit.tracer.ebpf_fence import FENCE
+
+    seq = 999_999
+    tracer.fences._seen[seq] = {}  # as a fence waiting for its answers
+    u = "ctypes.c_ulong"
+    subprocess.run(["unshare", "--pid", "--fork", sys.executable, "-c",
+                    f"import ctypes; ctypes.CDLL(None).prctl(ctypes.c_int({FENCE}), {u}({seq}), "
+                    f"{u}({tracer.key}), {u}(0), {u}(0))"], check=True, timeout=60)
+    assert tracer.fence() is not None
+    return tracer.fences._seen.pop(seq)

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from termcredit.tracer.ebpf_fence import FENCE
 from termcredit.tracer.ebpf_host import Demux, HostTracer, SessionTrace
 from termcredit.tracer.ebpf_program import numbering, record_size
 from termcredit.tracer.ebpf_shared import REGISTER, shared_program, tag_of
@@ -106,10 +107,16 @@ def test_the_program_registers_only_with_the_key_from_the_host_pidns():
              "curtask->nsproxy->pid_ns_for_children->ns.inum == 4026531836/")
     assert guard in text and "@t[args->arg2] = args->arg3;" in text
     assert "@t[args->child_pid] = @t[args->parent_pid];" in text  # a child keeps the tag
-    # every record but the ready one carries the printing task's tag
+    # every record but the ready one carries the printing task's tag (the flush probe's and
+    # a fence's empty printfs print nothing: they only make the kernel announce a buffer)
     printfs = [line for line in text.splitlines() if "printf(" in line]
-    assert len(printfs) > 50
-    assert all(f'printf("{N}%lld:' in p or f'printf("{N}0:R' in p for p in printfs)
+    records = [p for p in printfs if 'printf("")' not in p]
+    assert len(records) > 50 and len(printfs) - len(records) == 2
+    assert all(f'printf("{N}%lld:' in p or f'printf("{N}0:R' in p or f'printf("{N}0:B' in p
+               for p in records)
+    # a fence answers the host only: the key, and the host's PID namespace
+    assert (f"/args->option == {FENCE} && args->arg3 == 12345 && "
+            "curtask->nsproxy->pid_ns_for_children->ns.inum == 4026531836/") in text
     # the stat family is traced for verifier sessions (odd tags) only
     assert "tracepoint:syscalls:sys_enter_newfstatat /(@t[tid] & 1)/" in text
     assert "tracepoint:syscalls:sys_enter_openat /@t[tid]/" in text

@@ -1,4 +1,5 @@
-"""Batched perf-buffer wakeups for bpftrace (#33): opt-in, and only with the flush probe."""
+"""Batched perf-buffer wakeups for bpftrace (#33): on unless turned off, and only with the
+flush probe."""
 
 from __future__ import annotations
 
@@ -8,18 +9,18 @@ import shutil
 import pytest
 
 from termcredit.tracer.ebpf_program import WAKEUP_EVENTS, flush_probe, program
-from termcredit.tracer.ebpf_wakeup import ENV, OPT_IN, wakeup_env
+from termcredit.tracer.ebpf_wakeup import ENV, OPT_OUT, wakeup_env
 
 
-def test_off_unless_asked() -> None:
-    env = {"PATH": "/usr/bin"}
+def test_off_when_turned_off() -> None:
+    env = {"PATH": "/usr/bin", OPT_OUT: "0"}
     assert wakeup_env(env) == (env, 1)
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                     reason="no C compiler to build the library")
-def test_asked_for_it_builds_the_library_and_sets_the_count() -> None:
-    env, count = wakeup_env({OPT_IN: "1"})
+def test_by_default_it_builds_the_library_and_sets_the_count() -> None:
+    env, count = wakeup_env({"PATH": "/usr/bin"})
     assert count == 16 == WAKEUP_EVENTS
     assert env[ENV] == "16" and os.path.isfile(env["LD_PRELOAD"])
 

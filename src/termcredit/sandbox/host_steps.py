@@ -31,10 +31,10 @@ MARKER_WAIT_S = 10.0  # after the shim saw a command end: its end marker's line,
 PUMP_S = 0.1  # how often a session's records are converted while it runs
 SETTLE_S = 0.2  # a shell that died: its last lines, past the stream's 50 ms window
 # Once the shim saw the command's report, bash's end marker follows within microseconds: the
-# host tracer's reader is hurried and the lines up to it are released after this much hold
-# instead of the stream's 50 ms window (step_overhead.py: ~5.4 ms a step, strace's ~4.5;
-# ~60 with the window). Records of the CPUs arrive at most 1.6 ms out of order here; one
-# later than this is still converted, placed after (ebpf_stream's ``late``).
+# host fences the tracer (every record printed before is read, ``ebpf_fence``) and releases
+# the lines up to the fence, not a guess. Where no fence can be made: the lines up to this
+# much before now (records of the CPUs arrive at most 1.6 ms out of order here; one later
+# than this is still converted, placed after: ebpf_stream's ``late``)
 END_HOLD_NS = 2_000_000
 POLL_S = 0.002
 LOST = "ebpf: lost "
@@ -106,9 +106,7 @@ class HostSession:
         deadline = time.monotonic() + (MARKER_WAIT_S if ended else SETTLE_S)
         got = None
         while got is None and time.monotonic() < deadline:
-            if ended:
-                self.trace.hurry()
-            self.take(time.monotonic_ns() + WINDOW_NS - END_HOLD_NS if ended else None)
+            self.take(self._due() if ended else None)
             with self.lock:
                 got = self.cutter.cut(seq, token)
             if got is None:
@@ -127,6 +125,14 @@ class HostSession:
         flags += [f"the host tracer {x[len('ebpf: '):]} during step {seq}"
                   for x in lines if x.startswith(LOST)]
         return Step("".join(x + "\n" for x in lines), code, dropped, flags)
+
+    def _due(self) -> int:
+        """The clock to release lines by: every record up to a fence, else the hold's."""
+        fenced = self.trace.fence()
+        if fenced is not None:
+            return fenced + WINDOW_NS
+        self.trace.hurry()
+        return time.monotonic_ns() + WINDOW_NS - END_HOLD_NS
 
     def rest(self) -> str:
         """The lines not handed out as a step (verification time, a shell that ended)."""

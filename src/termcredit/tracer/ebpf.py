@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .ebpf_fence import FenceScanner, Fences
 from .ebpf_format import Converter, Records, split_records
 from .ebpf_program import FLUSH_HZ, STRLEN, flush_probe, numbering, program
 from .ebpf_wakeup import wakeup_env
@@ -74,6 +75,7 @@ class EbpfTracer:
         self.root_pid = root_pid
         self.role = role
         self.nonce = secrets.token_hex(12)
+        self.fences = Fences(secrets.randbelow((1 << 63) - 1) + 1)
         self.numbering = numbering(role)
         self._out = bytearray()
         self._err = bytearray()
@@ -86,9 +88,14 @@ class EbpfTracer:
         # the root's cwd before tracing: what strace's -y would read from /proc
         self.cwd = _readlink(f"/proc/{self.root_pid}/cwd")
         self.epoch_ns = time.time_ns() - time.monotonic_ns()  # bpftrace's nsecs: CLOCK_MONOTONIC
-        self.proc, self._prog = launch(program(self.root_pid, self.nonce, self.role), MAP_KEYS)
-        self._readers = [threading.Thread(target=_drain, args=(s, b), daemon=True)
-                         for s, b in ((self.proc.stdout, self._out), (self.proc.stderr, self._err))]
+        fence = (self.fences.key, os.stat("/proc/self/ns/pid").st_ino)
+        self.proc, self._prog = launch(program(self.root_pid, self.nonce, self.role, fence),
+                                       MAP_KEYS)
+        scan = FenceScanner(self.nonce, self.fences).scan
+        self._readers = [threading.Thread(target=_drain, args=(self.proc.stdout, self._out, scan),
+                                          daemon=True),
+                         threading.Thread(target=_drain, args=(self.proc.stderr, self._err),
+                                          daemon=True)]
         for t in self._readers:
             t.start()
         ready = self.nonce.encode() + b"R"
@@ -97,8 +104,9 @@ class EbpfTracer:
             raise RuntimeError("bpftrace did not start: " + _tail(self._err))
 
     def stop(self) -> EbpfResult:
-        """Detach (SIGINT: bpftrace drains its buffers and exits) and convert."""
-        detach(self.proc, getattr(self, "_readers", []), getattr(self, "_prog", ""))
+        """Fence (every record made so far is read), detach (SIGINT) and convert."""
+        detach(self.proc, getattr(self, "_readers", []), getattr(self, "_prog", ""),
+               self.fences.fence)
         self._prog = ""
         records = split_records(bytes(self._out), self.nonce)
         return self.convert(records)
@@ -147,12 +155,14 @@ def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool]) -> bool
 
 
 def detach(proc: subprocess.Popen[bytes] | None, readers: list[threading.Thread],
-           prog: str) -> None:
-    """Stop bpftrace (SIGINT: it drains its buffers and exits), its readers, its file. Two
-    flush ticks first: bpftrace drains only the buffers the kernel has announced, and a
-    record made before now is announced by the next tick (see ``flush_probe``)."""
+           prog: str, fence: Callable[[], int | None] = lambda: None) -> None:
+    """Stop bpftrace (SIGINT), its readers, its file. bpftrace drains at exit only the
+    buffers the kernel has announced, and its flush probe is detached by then: so first a
+    fence (every record made before now has been read), or where none can be made, two flush
+    ticks (a record made before now is announced by the next one, see ``flush_probe``)."""
     if proc is not None and proc.poll() is None:
-        time.sleep(2 / FLUSH_HZ)
+        if fence() is None:
+            time.sleep(2 / FLUSH_HZ)
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout=30)
@@ -184,10 +194,12 @@ def _idle(pid: int) -> None:
             pass
 
 
-def _drain(stream, buf: bytearray) -> None:  # type: ignore[no-untyped-def]
+def _drain(stream, buf: bytearray,  # type: ignore[no-untyped-def]
+           after: Callable[[bytearray], None] = lambda b: None) -> None:
     # after each read, let the pipe fill a moment: one wakeup per batch, not per record
     for chunk in iter(lambda: stream.read1(PIPE_BYTES), b""):
         buf += chunk
+        after(buf)
         time.sleep(BATCH_S)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from .ebpf import (BATCH_S, PIPE_BYTES, EbpfResult, _readlink, _tail, available, detach, launch,
                    wait_ready)
+from .ebpf_fence import Fences, saw
 from .ebpf_format import _LOST, Converter, Records, split_records
 from .ebpf_program import numbering
 from .ebpf_shared import KEY_BITS, REGISTER, shared_program, tag_of
@@ -56,6 +57,9 @@ class SessionTrace:
     lock: threading.Lock = field(default_factory=threading.Lock)  # data, lost: Demux writes
     stream: StreamConverter | None = None  # once lines() was called
     hurry: Callable[[], None] = lambda: None  # have the reader read now, not after its batch
+    # every record printed before the call is read: the time below which none can come
+    # (``ebpf_fence``), or None where no fence could be made
+    fence: Callable[[], int | None] = lambda: None
     stray: int = 0
     _lost_fed: int = 0
 
@@ -63,7 +67,7 @@ class SessionTrace:
         """The session's lines, once its last task exited (or ``timeout`` passed: a task still
         running stays traced in the kernel, and its later records are dropped as unrouted).
         After ``lines()``: only the lines it has not returned yet."""
-        if self.ended.wait(timeout):
+        if self.ended.wait(timeout) and self.fence() is None:
             time.sleep(SETTLE_S)
         self.closed = True
         if self.stream is not None:
@@ -108,8 +112,10 @@ class SessionTrace:
 class Demux:
     """Tagged bpftrace output -> each session's untagged records (see the module doc)."""
 
-    def __init__(self, nonce: str, sessions: dict[int, SessionTrace]) -> None:
+    def __init__(self, nonce: str, sessions: dict[int, SessionTrace],
+                 fences: Fences | None = None) -> None:
         self.n = nonce.encode()
+        self.fences = fences
         self.end = self.n + b"Z\n"
         self.sessions = sessions
         self.tail = b""
@@ -157,6 +163,9 @@ class Demux:
         if kind == b"R":
             self.ready = True
             return
+        if kind == b"B" and tag == b"0" and self.fences is not None:
+            saw(self.fences, rest[1:])
+            return
         s = self.sessions.get(int(tag))
         if s is None or s.closed:
             self.unrouted += 1
@@ -183,7 +192,8 @@ class HostTracer:
         self.nonce = secrets.token_hex(12)
         self.key = secrets.randbelow((1 << KEY_BITS) - 1) + 1
         self.sessions: dict[int, SessionTrace] = {}
-        self.demux = Demux(self.nonce, self.sessions)
+        self.fences = Fences(self.key)
+        self.demux = Demux(self.nonce, self.sessions, self.fences)
         self._next = 1
         self._lock = threading.Lock()
         self._err = bytearray()
@@ -217,7 +227,7 @@ class HostTracer:
                 del self.sessions[old]  # its late records count as unrouted
             s = SessionTrace(tag, pid, role, _readlink(f"/proc/{pid}/cwd"),
                              time.time_ns() - time.monotonic_ns(), self.nonce, live={pid},
-                             hurry=self._hurry.set)
+                             hurry=self._hurry.set, fence=self.fence)
             self.sessions[tag] = s
         # the probe runs inside this call: once it returns, pid is traced. Any other caller
         # (wrong key, or not in the host's PID namespace) only gets prctl's EINVAL
@@ -225,9 +235,13 @@ class HostTracer:
                     ctypes.c_ulong(self.key), ctypes.c_ulong(0))
         return s
 
+    def fence(self) -> int | None:
+        """Every record printed so far has been read: its time bound (``ebpf_fence``)."""
+        return self.fences.fence(self._hurry.set)
+
     def stop(self) -> None:
-        """Detach (SIGINT: bpftrace drains its buffers and exits)."""
-        detach(self.proc, getattr(self, "_readers", []), getattr(self, "_prog", ""))
+        """Fence, then detach (SIGINT: bpftrace drains its buffers and exits)."""
+        detach(self.proc, getattr(self, "_readers", []), getattr(self, "_prog", ""), self.fence)
         self._prog = ""
 
     def _read(self) -> None:

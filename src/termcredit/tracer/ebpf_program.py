@@ -8,8 +8,9 @@ reads (cwd, paths, quoting live there, not in the kernel).
 
 What it costs is the records, and mostly their wakeups: bpftrace 0.17 asks the kernel to
 announce every perf-buffer event, a self-interrupt in the traced task's own syscall; bpftrace
-can be started with that batched to one per WAKEUP_EVENTS (``ebpf_wakeup``, opt-in for now),
-and ``flush_probe`` then announces what a batch left over at FLUSH_HZ. So a traced call makes *one* record, printed
+is started with that batched to one per WAKEUP_EVENTS (``ebpf_wakeup``); ``flush_probe``
+announces what a batch left over at FLUSH_HZ, and a fence (``ebpf_fence``) at once, where the
+host must know it has every record. So a traced call makes *one* record, printed
 at its exit from arguments the entry kept in a per-call map, with its first string inline; and
 nothing else is traced: an fd's path is found without following close, dup or fcntl, because
 each fd argument is sent as its ``struct file`` (and that file's dentry, so a freed and reused
@@ -32,6 +33,7 @@ no file name can forge, split or end a record.
     <N>F t parent child<N>Z           a traced task forked (threads too)
     <N>Q t tid code<N>Z               a traced task exited (code: the kernel's exit_code)
     <N>R t<N>Z                        every probe is attached (printed by BEGIN)
+    <N>B cpu seq t<N>Z                the host's fence ``seq`` on ``cpu`` (``ebpf_fence``)
 
 Strings are read ``CHUNK`` bytes at a time (bpftrace 0.17 keeps strings on the 512-byte BPF
 stack): chunk k+1 is printed while chunk k is full; chunks after the first short one are not
@@ -276,16 +278,20 @@ def _exec_clone_probes(nonce: str, nr: int, name: str) -> str:
     return enter + strings + leave
 
 
-def program(root_pid: int, nonce: str, role: str) -> str:
-    """The bpftrace program tracing ``root_pid`` and its descendants for session ``role``."""
+def program(root_pid: int, nonce: str, role: str, fence: tuple[int, int] | None = None) -> str:
+    """The bpftrace program tracing ``root_pid`` and its descendants for session ``role``;
+    ``fence``: (key, host PID namespace) of its fence probe (``ebpf_fence``), if any."""
     if not nonce.isalnum():
         raise ValueError(f"nonce must be alphanumeric: {nonce!r}")
+    from .ebpf_fence import fence_probe
+
     num = numbering(role)
     kept = [f"@e{num.nr(n)}" for n in num.names if n not in EXEC_CALLS + CLONE_CALLS]
     parts = [
         # BEGIN runs once every probe is attached: the ready record says tracing has begun
         f'BEGIN {{ @t[{int(root_pid)}] = 1; printf("{nonce}R %llu{nonce}Z\\n", nsecs); }}\n',
         flush_probe(),
+        fence_probe(nonce, *fence) if fence else "",
         "tracepoint:sched:sched_process_fork /@t[args->parent_pid]/ {\n"
         "  @t[args->child_pid] = 1; @kid[tid] = args->child_pid;\n"
         f'  printf("{nonce}F %llu %d %d{nonce}Z\\n", nsecs, args->parent_pid, args->child_pid);\n}}\n',

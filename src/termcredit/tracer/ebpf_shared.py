@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import re
 
-from .ebpf_program import CLONE_CALLS, EXEC_CALLS, _call_probes, _exec_clone_probes, numbering
+from .ebpf_fence import fence_probe
+from .ebpf_program import (CLONE_CALLS, EXEC_CALLS, _call_probes, _exec_clone_probes, flush_probe,
+                           numbering)
 from .protocol import STRACE_STAT_SET, VERIFIER
 
 REGISTER = 0x74634D52  # prctl option no kernel defines ("tcMR"): EINVAL for anyone else
@@ -63,6 +65,9 @@ def shared_program(nonce: str, key: int, host_pidns: int) -> str:
     kept = [f"@e{num.nr(n)}" for n in num.names if n not in EXEC_CALLS + CLONE_CALLS]
     parts = [
         f'BEGIN {{ printf("{nonce}0:R %llu{nonce}Z\\n", nsecs); }}\n',
+        flush_probe(),
+        # the host's thread is in no session: its tag is 0, written out (not read from @t)
+        fence_probe(nonce, key, host_pidns).replace(f'"{nonce}B ', f'"{nonce}0:B '),
         # registration: args are the caller's; the tag comes from the harness, not the task
         f"tracepoint:syscalls:sys_enter_prctl /args->option == {REGISTER} && "
         f"args->arg4 == {key} && args->arg3 > 1 && "

@@ -14,7 +14,9 @@ bpftrace is started with (``LD_PRELOAD``): its ``bpf_open_perf_buffer`` calls BC
 program pairs it with ``flush_probe`` (``ebpf_program``): a buffer holding fewer than
 WAKEUP_EVENTS records would otherwise never be announced. Where no C compiler is found the
 library is not built and bpftrace runs as shipped (a wakeup per record, the flush probe off).
-For now it is opt-in (OPT_IN): see there.
+Where the host must have every record (a step's end, a session's, the tracer's stop) it
+fences (``ebpf_fence``) instead of waiting for a tick. ``TERMCREDIT_EBPF_BATCHED_WAKEUPS=0``
+runs bpftrace as shipped.
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ import tempfile
 from .ebpf_program import WAKEUP_EVENTS
 
 ENV = "TC_WAKEUP_EVENTS"
-# Off unless set to 1: a session traced for only a few milliseconds (started and stopped at
-# once) came back with no records in 1 of ~8 tries with batching, always whole without; the
-# cause is not found yet, and a record must never go missing silently.
-OPT_IN = "TERMCREDIT_EBPF_BATCHED_WAKEUPS"
+# On unless set to 0. (It was opt-in while the stop waited two flush ticks before SIGINT: a
+# session traced for a few milliseconds came back empty in 1 of ~8 tries. bpftrace detaches
+# its probes, the flush probe with them, before its last drain; a stop now fences first.)
+OPT_OUT = "TERMCREDIT_EBPF_BATCHED_WAKEUPS"
 SOURCE = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -73,9 +75,9 @@ def library() -> str | None:
 
 
 def wakeup_env(env: dict[str, str]) -> tuple[dict[str, str], int]:
-    """``env`` for bpftrace with batched wakeups where OPT_IN is 1 and the library builds,
-    and the wakeup count it runs with (1: as shipped)."""
-    if env.get(OPT_IN) != "1":
+    """``env`` for bpftrace with batched wakeups unless OPT_OUT is 0 or the library does not
+    build, and the wakeup count it runs with (1: as shipped)."""
+    if env.get(OPT_OUT) == "0":
         return env, 1
     lib = library()
     if lib is None:
