@@ -71,6 +71,9 @@ def split_records(data: bytes, nonce: str) -> Records:
                 parts = rest.split(b" ", int(count))
                 out.items.append((kind, parts[: int(count)], b"".join(parts[int(count):])))
             continue
+        if kind == b"O":  # a child the full traced-tasks map could not hold: untraced
+            out.lost += 1
+            continue
         if kind == b"R":
             out.ready = True
         out.items.append((kind, body.split(), b""))

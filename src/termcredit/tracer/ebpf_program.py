@@ -33,6 +33,7 @@ no file name can forge, split or end a record.
     <N>F t parent child<N>Z           a traced task forked (threads too)
     <N>Q t tid code<N>Z               a traced task exited (code: the kernel's exit_code)
     <N>R t<N>Z                        every probe is attached (printed by BEGIN)
+    <N>O t child<N>Z                  a traced task forked a child the full map cannot hold
     <N>B cpu seq t<N>Z                the host's fence ``seq`` on ``cpu`` (``ebpf_fence``)
 
 Strings are read ``CHUNK`` bytes at a time (bpftrace 0.17 keeps strings on the 512-byte BPF
@@ -131,6 +132,17 @@ def flush_probe() -> str:
     the kernel announce the buffer, and the reader takes all of it. ``$1`` is the wakeup
     count bpftrace runs with (``ebpf.launch``): at 1 there is nothing to flush."""
     return f'profile:hz:{FLUSH_HZ} /$1 > 1/ {{ unroll({WAKEUP_EVENTS}) {{ printf(""); }} }}\n'
+
+
+def fork_record(nonce: str) -> str:
+    """The fork probe's record, once the child is in the traced-tasks map: a full map (its
+    keys are preallocated) refuses the update silently, and the child and all it runs would go
+    untraced; an O record then says so instead of F, and is counted as a lost event (the step
+    is flagged)."""
+    return (f"  if (@t[args->child_pid] == 0) {{\n"
+            f'    printf("{nonce}O %llu %d{nonce}Z\\n", nsecs, args->child_pid);\n  }} else {{\n'
+            f'    printf("{nonce}F %llu %d %d{nonce}Z\\n", nsecs, args->parent_pid, '
+            "args->child_pid);\n  }\n")
 
 
 def traced_names(role: str) -> tuple[str, ...]:
@@ -294,7 +306,7 @@ def program(root_pid: int, nonce: str, role: str, fence: tuple[int, int] | None 
         fence_probe(nonce, *fence) if fence else "",
         "tracepoint:sched:sched_process_fork /@t[args->parent_pid]/ {\n"
         "  @t[args->child_pid] = 1; @kid[tid] = args->child_pid;\n"
-        f'  printf("{nonce}F %llu %d %d{nonce}Z\\n", nsecs, args->parent_pid, args->child_pid);\n}}\n',
+        + fork_record(nonce) + "}\n",
         # a task killed inside a call (an open of a FIFO blocks) leaves its kept arguments:
         # deleted here, or the maps (4096 keys) would fill and later calls go unrecorded
         "tracepoint:sched:sched_process_exit /@t[tid]/ {\n"

@@ -24,7 +24,7 @@ import re
 
 from .ebpf_fence import fence_probe
 from .ebpf_program import (CLONE_CALLS, EXEC_CALLS, _call_probes, _exec_clone_probes, flush_probe,
-                           numbering)
+                           fork_record, numbering)
 from .protocol import STRACE_STAT_SET, VERIFIER
 
 REGISTER = 0x74634D52  # prctl option no kernel defines ("tcMR"): EINVAL for anyone else
@@ -73,12 +73,14 @@ def shared_program(nonce: str, key: int, host_pidns: int) -> str:
         f"args->arg4 == {key} && args->arg3 > 1 && "
         f"curtask->nsproxy->pid_ns_for_children->ns.inum == {host_pidns}/ {{\n"
         f"  @t[args->arg2] = args->arg3;\n"
-        f'  printf("{nonce}%lld:G %llu %d{nonce}Z\\n", (int64)args->arg3, nsecs, '
-        f"(int32)args->arg2);\n}}\n",
+        # acknowledged only if the map took it (a full map refuses silently): else the
+        # harness's wait for the G record fails the sandbox's start, loudly
+        f"  if (@t[args->arg2] == args->arg3) {{\n"
+        f'    printf("{nonce}%lld:G %llu %d{nonce}Z\\n", (int64)args->arg3, nsecs, '
+        f"(int32)args->arg2);\n  }}\n}}\n",
         _tagged("tracepoint:sched:sched_process_fork /@t[args->parent_pid]/ {\n"
                 "  @t[args->child_pid] = @t[args->parent_pid]; @kid[tid] = args->child_pid;\n"
-                f'  printf("{nonce}F %llu %d %d{nonce}Z\\n", nsecs, args->parent_pid, '
-                "args->child_pid);\n}\n", nonce),
+                + fork_record(nonce) + "}\n", nonce),
         _tagged("tracepoint:sched:sched_process_exit /@t[tid]/ {\n"
                 f'  printf("{nonce}Q %llu %d %d{nonce}Z\\n", nsecs, tid, curtask->exit_code);\n'
                 "  delete(@t[tid]); delete(@kid[tid]); delete(@ts[tid]);\n"
