@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..rawtext import json_dumps
 from ..show import shown
-from .common import console, log
+from .common import add_tracer_flag, console, log
 
 
 def _cmd_image(args: argparse.Namespace) -> int:
@@ -84,6 +84,11 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from ..tasks import load_task
     from ..tasks.build import build_image
 
+    from ..tracer.choice import resolve_tracer
+
+    tracer, note = resolve_tracer(args.tracer)  # ebpf where it cannot run: an error, now
+    if note:
+        log(note)
     client = docker_client()
     base = ensure_base_image(client, log=log)
     image = args.image or base
@@ -92,7 +97,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         image = build_image(client, task, base_ref=base, image_map=ImageMap.load(None),
                             log=log)
     report = trace_steps(client, image, args.step, setup=args.setup or [], workdir=args.workdir,
-                         timeout=args.timeout, grace=args.grace)
+                         timeout=args.timeout, grace=args.grace, tracer=tracer)
     if args.json:
         print(json_dumps(report, indent=2))  # bytes as \udcXX (rawtext.py)
         return 0
@@ -127,6 +132,7 @@ def add_trace_parser(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--grace", type=float, default=2.0,
                    help="seconds background jobs may run after the last step (default 2)")
     t.add_argument("--json", action="store_true", help="one JSON object per step")
+    add_tracer_flag(t, "auto", "auto")
     t.set_defaults(func=_cmd_trace)
 
 

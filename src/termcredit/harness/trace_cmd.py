@@ -27,11 +27,12 @@ def step_report(rec: CommandRecord) -> dict[str, Any]:
 
 def trace_steps(client: Any, image: str, steps: list[str], *, setup: list[str] = (),
                 workdir: str | None = None, timeout: float = 120.0,
-                grace: float = 2.0) -> list[dict[str, Any]]:
+                grace: float = 2.0, tracer: str = "strace") -> list[dict[str, Any]]:
     """Setup commands run first (traced, so later steps know what they created, but not
-    reported); then each step. Background jobs get ``grace`` seconds after the last step."""
+    reported); then each step. Background jobs get ``grace`` seconds after the last step.
+    ``tracer``: the resolved backend (tracer/choice.py)."""
     run_id = f"trace-{secrets.token_hex(4)}"
-    sb = Sandbox(client, SandboxSpec(image=image, workdir=workdir), run_id)
+    sb = Sandbox(client, SandboxSpec(image=image, workdir=workdir, tracer=tracer), run_id)
     try:
         observer = StepObserver(sb.shell, image_added=sb.added_paths)
         records: list[CommandRecord] = []

@@ -14,6 +14,7 @@ trainer and the ``openai:`` agent use, so a reply means the same in every engine
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -31,6 +32,9 @@ from ..harness.textenv import TextEnv
 from ..records import TokenLayout, Trajectory
 from ..sandbox import SandboxPool, docker_client, gc
 from ..tasks import Task
+from ..tracer.choice import DEFAULT_TRACER, for_backend, resolve_tracer
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,8 +62,8 @@ class HarnessEpisode:
 
     def __init__(self, task: Task, image: str, pool: SandboxPool, trial_dir: str | Path, *,
                  max_turns: int = 6, command_timeout: float = 20.0, obs_chars: int = 600,
-                 agent: str = "engine", instance: int = 0):
-        ep = Episode(task, pool, task_spec(task, image), trial_dir, agent=agent,
+                 agent: str = "engine", instance: int = 0, tracer: str = "strace"):
+        ep = Episode(task, pool, task_spec(task, image, tracer=tracer), trial_dir, agent=agent,
                      instance=instance, command_timeout=command_timeout, hooks=default_hooks())
         self.env = TextEnv(ep, obs_chars=obs_chars)
         self.max_turns = max_turns
@@ -115,10 +119,11 @@ class HarnessEnvs:
     command_timeout: float = 20.0
     obs_chars: int = 600
     backend: BackendSettings = field(default_factory=BackendSettings)
+    tracer: str = "strace"  # the resolved backend tracing the sandboxes (tracer/choice.py)
 
     def __post_init__(self) -> None:
-        self.runner = TrialRunner(RunnerSettings(self.backend, command_timeout=self.command_timeout),
-                                  self.run_id)
+        self.runner = TrialRunner(RunnerSettings(self.backend, command_timeout=self.command_timeout,
+                                                 tracer=self.tracer), self.run_id)
 
     @property
     def pool(self) -> Any:
@@ -132,7 +137,7 @@ class HarnessEnvs:
         return HarnessEpisode(task, self.image(task, instance), self.pool, trial_dir,
                               max_turns=max_turns or self.max_turns,
                               command_timeout=self.command_timeout,
-                              obs_chars=self.obs_chars, instance=instance)
+                              obs_chars=self.obs_chars, instance=instance, tracer=self.tracer)
 
     def close(self) -> None:
         """Every sandbox of the run removed: the runner closes its backend's pool, then (local
@@ -158,13 +163,19 @@ def setting(config: Any, key: str, default: Any) -> Any:
 def envs_for(config: Any, engine: str) -> HarnessEnvs:
     """The process's ``HarnessEnvs`` for the config's ``run_id`` (default: the engine's name
     and the process id), created on first use: engines make environments one row at a time,
-    and every row of a process shares the images and the sandbox pool."""
+    and every row of a process shares the images and the sandbox pool. ``tracer`` (auto,
+    ebpf or strace; default auto) is resolved as ``termcredit run`` resolves it."""
     run_id = str(setting(config, "run_id", f"{engine}-{os.getpid()}"))
     with _LOCK:
         if run_id not in _POOLS:
+            choice = str(setting(config, "tracer", DEFAULT_TRACER))
+            tracer, note = resolve_tracer(choice)  # ebpf where it cannot run: an error
+            tracer, note = for_backend(choice, tracer, note, BackendSettings().name)
+            if note:
+                log.info("termcredit %s: %s", engine, note)
             _POOLS[run_id] = HarnessEnvs(
                 run_id=run_id, command_timeout=float(setting(config, "command_timeout", 20.0)),
-                obs_chars=int(setting(config, "obs_chars", 600)))
+                obs_chars=int(setting(config, "obs_chars", 600)), tracer=tracer)
         return _POOLS[run_id]
 
 
