@@ -136,3 +136,16 @@ def test_a_fake_state_report_does_not_end_the_step_early(sandbox):
     assert r.stdout.endswith("done\n") and r.exit_code == 0
     assert '"/tmp/after"' in r.trace
     assert sb.run("cat /tmp/after").stdout == "after\n"
+
+
+def test_a_shell_that_exits_restarts_where_it_stood(sandbox):
+    """`cd sub; exit 3`: the next shell starts in sub under either backend (under eBPF the
+    shim cannot see the EXIT trap's report: the host reads it and has the shell restarted)."""
+    for tracer in ("strace", "ebpf"):
+        sb = sandbox(tracer=tracer)
+        sb.run("mkdir -p '/work/s b' && cd /work && echo a > f")
+        r = sb.run("cd 's b'; exit 3")
+        assert (r.exit_code, r.shell_restarted, r.cwd) == (3, True, None), tracer
+        r = sb.run("pwd; cat ../f > g")
+        assert (r.stdout, r.exit_code, r.integrity) == ("/work/s b\n", 0, []), tracer
+        assert '"/work/s b/g"' in r.trace or "s b/g" in r.trace

@@ -3,10 +3,13 @@ stand-in for SessionTrace (the lines are given; the live path is test_ebpf_sandb
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from termcredit.sandbox import host_steps
-from termcredit.sandbox.host_steps import HostSession
+from termcredit.sandbox.host_steps import END_HOLD_NS, HostSession
+from termcredit.tracer.ebpf_stream import WINDOW_NS
 
 MARK = "/__termcredit__/abc"
 
@@ -17,11 +20,17 @@ class FakeTrace:
     def __init__(self) -> None:
         self.queue: list[str] = []
         self.closed = False
+        self.fenced: int | None = None  # what fence() answers (None: no fence could be made)
+        self.asked: list[int | None] = []  # the clocks lines() was asked for
 
     def hurry(self) -> None:
         pass
 
+    def fence(self) -> int | None:
+        return self.fenced
+
     def lines(self, now_ns: int | None = None) -> list[str]:
+        self.asked.append(now_ns)
         out, self.queue = self.queue, []
         return out
 
@@ -51,6 +60,25 @@ def test_a_step_is_its_lines_up_to_its_own_marker(session):
     assert step.text.splitlines() == [_start(1), '2 0.15 openat(-100</>, "/a", 0, 00) = 3</a>',
                                       _end(1, 4, "t1")]
     assert s.rest() == _start(2) + "\n"  # the next step's start stays for it
+
+
+def test_a_step_end_releases_the_lines_up_to_the_fence(session):
+    s, trace = session
+    trace.fenced = 7_000_000  # every record printed before t = 7 ms has been read
+    trace.queue += [_start(1), _end(1, 0, "t1")]
+    s.step(1, "t1", ended=True)
+    # the stream releases what is due by clock - window: the fence's time, exactly
+    assert trace.asked[-1] == 7_000_000 + WINDOW_NS
+
+
+def test_without_a_fence_a_step_end_holds_the_lines_of_the_last_moments(session):
+    s, trace = session
+    trace.queue += [_start(1), _end(1, 0, "t1")]
+    before = time.monotonic_ns()
+    s.step(1, "t1", ended=True)
+    asked = trace.asked[-1]
+    assert asked is not None
+    assert before + WINDOW_NS - END_HOLD_NS <= asked <= time.monotonic_ns() + WINDOW_NS - END_HOLD_NS
 
 
 def test_a_forged_marker_is_flagged_and_waited_past(session):

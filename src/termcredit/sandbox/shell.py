@@ -21,7 +21,7 @@ from typing import Any
 
 from ..rawtext import from_bytes
 from ..records import CommandRecord, FileState
-from ..tracer.protocol import marker_dir, strace_argv
+from ..tracer.protocol import exit_cwd, marker_dir, strace_argv
 from .host_steps import HostSession, follow_sessions
 
 _HERE = Path(__file__).parent
@@ -316,6 +316,8 @@ class TracedShell:
             trace_text, dropped, integrity = step.text, step.dropped, integrity + step.flags
             if step.exit_code is not None:
                 h["exit_code"] = step.exit_code
+            if h.get("restart") == "pending":  # the shell ended: restart it where it stood
+                integrity += self._restart(exit_cwd(trace_text, self.nonce))
         self.session_trace.append(trace_text)
         return CommandRecord(  # output as it was: bytes not UTF-8 kept (rawtext.py)
             command=command, seq=self.seq, stdout=from_bytes(out), stderr=from_bytes(err),
@@ -328,6 +330,17 @@ class TracedShell:
             shell=_shell_changes(h.get("shell")),
             cwd=h["cwd"] if isinstance(h.get("cwd"), str) and len(h["cwd"]) <= 4096 else None,
         )
+
+    def _restart(self, cwd: str | None) -> list[str]:
+        """Under eBPF the shim cannot see the EXIT trap's cwd: the host read it from the
+        step's lines (``cwd``; None where the trap did not run) and has the shell restarted
+        there. Sets why the shell was lost (None: it runs); returns the shim's flags. (The
+        result's cwd stays None, as under strace: the shell that ran the command is gone.)"""
+        frame = self._req("restart", cwd=cwd)
+        lost = frame.header.get("lost")
+        _require(lost is None or (isinstance(lost, str) and len(lost) <= 2000), "lost")
+        self.lost = lost
+        return _reasons(frame.header.get("integrity", []))
 
     def _batches(self, paths: list[str]) -> list[list[str]]:
         """Requests of at most REQUEST_PATHS paths and REQUEST_BYTES of names each."""

@@ -86,6 +86,10 @@ def handle(sessions, req, blobs):
         return send({"op": "ready", "alive": s.alive, "bash_pid": s.bash_pid,
                      "error": None if s.alive else s.start_error,
                      "integrity": s.take_integrity()}, s.take_trace())
+    if op == "restart":  # eBPF: the host read where the ended shell stood from its trace
+        lost = s.restart(req.get("cwd"))
+        return send({"op": "restarted", "lost": lost, "integrity": s.take_integrity()},
+                    s.take_trace())
     if op == "run":
         header, out, err, trace = s.run(req["seq"], req["cmd"], req["end"], req["timeout"],
                                         req["cap"])

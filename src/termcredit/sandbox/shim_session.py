@@ -353,11 +353,14 @@ class Session(TraceStream, Verifying):
         trace = self.take_trace()
         if not self.alive:  # `exit`, a killed shell, ...: restart where it stood
             header["shell_restarted"] = True
-            if not self.ns_gone:
-                self.start(self.cwd if os.path.isdir(self.cwd) else "/", self.env)
+            if self.trace_fd is None and not self.ns_gone:
+                # eBPF: the EXIT trap's cwd is in the host's trace; the host sends "restart"
+                header["restart"] = "pending"
+            else:
+                lost = self.restart(None)
                 trace += self.take_trace()
-            if not self.alive:  # the agent's files or processes left no shell to restart
-                header["shell_lost"] = (self.start_error or "the shell did not restart")[:2000]
+                if lost is not None:
+                    header["shell_lost"] = lost
         header.update(stdout_dropped=out.dropped, stderr_dropped=err.dropped,
                       trace_dropped=self.trace_dropped, integrity=self.take_integrity())
         if self.trace_fd is None:  # the host waits for the end marker only where bash made it
@@ -365,6 +368,17 @@ class Session(TraceStream, Verifying):
             if header["exit_code"] is None:  # unknown here: the host reads it from the marker
                 header["exit_code"] = -1
         return header, out.value(), err.value(), trace
+
+    def restart(self, cwd):
+        """A new shell after one ended, in ``cwd`` (where the EXIT trap said the old one
+        stood), else the last known cwd, else /. None, or why no shell could be started
+        (the agent's files or processes left none)."""
+        for where in (cwd, self.cwd, "/"):
+            if isinstance(where, str) and os.path.isdir(where):
+                break
+        if not self.ns_gone:
+            self.start(where, self.env)
+        return None if self.alive else (self.start_error or "the shell did not restart")[:2000]
 
     def _drain_pipes(self, sinks):
         for fd, sink in sinks.items():

@@ -95,3 +95,20 @@ def is_cwd_report(path: str, nonce: str | None = None) -> bool:
         return _CWD_REPORT.fullmatch(path) is not None
     head = f"{marker_dir(nonce)}/cwd"
     return path == head or path.startswith(head + "/")
+
+
+_CHDIR = re.compile(r'chdir\("((?:[^"\\]|\\.)*)"\)')
+
+
+def exit_cwd(text: str, nonce: str) -> str | None:
+    """Where session ``nonce``'s shell stood when it ended: the path of the last EXIT-trap
+    report in ``text`` (strace lines), or None where there is none. (The agent can read the
+    trap and forge one: it only chooses where its own next shell starts, as `cd; exit` can.)"""
+    from .decode import decode_text
+
+    head, found = f"{marker_dir(nonce)}/cwd", None
+    for m in _CHDIR.finditer(text):
+        path = decode_text(m.group(1))
+        if is_cwd_report(path, nonce):
+            found = path[len(head):] or "/"
+    return found

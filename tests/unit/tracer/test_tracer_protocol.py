@@ -105,3 +105,18 @@ def test_the_fixture_recorder_traces_like_the_agent_session():
     spec.loader.exec_module(record)
     expected = [a for a in strace_argv("agent") if a != "--pidns-translation"]
     assert [*record.STRACE, "-o"] == expected
+
+
+def test_exit_cwd_is_the_last_report_of_this_session_decoded():
+    from termcredit.tracer.protocol import exit_cwd, marker_dir
+
+    mark = marker_dir("abc123")
+    other = marker_dir("ffff00")
+    text = (f'12 chdir("{mark}/cwd/work") = -1 ENOENT (No such file or directory)\n'
+            f'12 chdir("{other}/cwd/elsewhere") = -1 ENOENT\n'
+            f'12 chdir("{mark}/cwd/work/s\\303\\251 \\"b\\"") = -1 ENOENT\n'
+            f'12 chdir("{mark}/e3.0.aa") = -1 ENOENT\n')
+    assert exit_cwd(text, "abc123") == '/work/s\u00e9 "b"'  # by hand: UTF-8 é, quotes
+    assert exit_cwd(f'1 chdir("{mark}/cwd") = -1\n', "abc123") == "/"
+    assert exit_cwd(f'1 chdir("{mark}/cwdx/y") = -1\n', "abc123") is None  # not the report
+    assert exit_cwd(text, "0000") is None
