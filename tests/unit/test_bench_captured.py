@@ -61,3 +61,18 @@ def test_without_an_oracle_run_nothing_is_said() -> None:
     runs = _runs({"grpo": [[1, 0]], "depgpo": [[1, 1]]})
     assert compare(runs, n_boot=200)["captured"] is None
     assert ceiling_lines(None) == []
+
+
+def test_a_variant_of_depgpo_gets_its_own_share() -> None:
+    # depgpo − grpo = [1, 0, 0, 0] -> 0.25; the variant − grpo = [1, 1, 0, 0] -> 0.5;
+    # oracle − grpo = [1, 1, 0, 0] -> 0.5: depgpo captures 0.5, the variant 1.0
+    runs = _runs({"grpo": [[0, 0, 1, 0]], "depgpo": [[1, 0, 1, 0]],
+                  "depgpo[negative=destroyers]": [[1, 1, 1, 0]], "oracle": [[1, 1, 1, 0]]})
+    cmp_ = compare(runs, n_boot=1000)
+    assert cmp_["captured"]["estimate"] == pytest.approx(0.5)
+    variant = cmp_["captured_variants"]["depgpo[negative=destroyers]"]
+    assert (variant["estimate"], variant["numerator"]) == (pytest.approx(1.0), pytest.approx(0.5))
+    assert "oracle" not in cmp_["captured_variants"]  # only the reference's own variants
+    text = "\n".join(ceiling_lines(cmp_["captured"], cmp_["captured_variants"]))
+    assert ("- depgpo[negative=destroyers] − grpo: +0.500; "
+            "**depgpo[negative=destroyers] captured: +1.000**") in text

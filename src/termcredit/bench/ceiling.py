@@ -8,8 +8,10 @@ from typing import Any
 from .stats import PairedDiff, _num
 
 
-def ceiling_lines(cap: dict[str, Any] | None) -> list[str]:
-    """Markdown lines (empty when the run lacks depgpo, grpo or oracle final evaluations)."""
+def ceiling_lines(cap: dict[str, Any] | None,
+                  variants: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """Markdown lines (empty when the run lacks depgpo, grpo or oracle final evaluations);
+    ``variants``: the same share for each of the reference's variants, a line each."""
     if not cap:
         return []
     g = cap["ceiling_gain"]
@@ -25,13 +27,20 @@ def ceiling_lines(cap: dict[str, Any] | None) -> list[str]:
              "across the three; CI: the same paired bootstrap, ratio per resample).", "",
              f"- {ceil} − {floor}: {gain.text()} ({gain.verdict(ceil)}).",
              f"- {ref} − {floor}: {_num(cap['numerator'])} on the same episodes."]
-    if cap["estimate"] is None:
-        lines.append(f"- captured: undefined: {ceil} gains nothing over {floor} here "
-                     f"({_num(cap['denominator'])}), so there is no ceiling to capture.")
-    else:
-        ci = ("" if cap["lo"] is None else f" [{_num(cap['lo'])}, {_num(cap['hi'])}]")
-        lines.append(f"- **captured: {_num(cap['estimate'])}**{ci}"
-                     + (f"; {cap['den_not_positive']:.0%} of the resamples had no ceiling "
-                        f"({ceil} ≤ {floor}) and are left out of the CI"
-                        if cap["den_not_positive"] else "") + ".")
+    lines.append("- " + _captured(cap, "captured"))
+    for v, vcap in (variants or {}).items():
+        lines.append(f"- {v} − {floor}: {_num(vcap['numerator'])}; "
+                     + _captured(vcap, f"{v} captured"))
     return lines
+
+
+def _captured(cap: dict[str, Any], label: str) -> str:
+    ceil, floor = cap["ceiling"], cap["floor"]
+    if cap["estimate"] is None:
+        return (f"{label}: undefined: {ceil} gains nothing over {floor} here "
+                f"({_num(cap['denominator'])}), so there is no ceiling to capture.")
+    ci = "" if cap["lo"] is None else f" [{_num(cap['lo'])}, {_num(cap['hi'])}]"
+    return (f"**{label}: {_num(cap['estimate'])}**{ci}"
+            + (f"; {cap['den_not_positive']:.0%} of the resamples had no ceiling "
+               f"({ceil} ≤ {floor}) and are left out of the CI"
+               if cap["den_not_positive"] else "") + ".")

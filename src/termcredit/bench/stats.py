@@ -271,6 +271,9 @@ def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
     mdes = [e["final"]["mde"] for e in base.values() if e["final"]]
     return {"reference": ref, "baselines": base, "ablations": abl, "n_boot": n_boot,
             "captured": captured(runs, ref, n_boot=n_boot),
+            # the same share for each of the reference's variants (e.g. blame on destroyers)
+            "captured_variants": {v: got for v in runs if is_variant(v, ref)
+                                  and (got := captured(runs, v, n_boot=n_boot)) is not None},
             "mde": {"formula": MDE_FORMULA, "apriori_formula": APRIORI_FORMULA,
                     "episodes_per_algorithm": n, "seeds": len(ref_eps),
                     "apriori_p05": apriori_mde(n) if n else None,
