@@ -15,8 +15,8 @@ import threading
 import time
 
 try:  # imported as part of the package (tests); in the sandbox the sources come first
-    from .shim_protocol import INIT_SCRIPT, ansi_c_quote, command_script, parse_traps  # noqa: F401
-    from .shim_state import STATE_CAP, dump_script, parse_report, state_changes
+    from .shim_protocol import INIT_SCRIPT, ansi_c_quote, command_script  # noqa: F401
+    from .shim_state import dump_script, state_changes
     from .shim_procs import Capped, children_map, ctl_send, descendants, kill_pids
     from .shim_trace import TRACE_HEAD, TRACE_TAIL, TraceStream
     from .shim_verifying import Verifying
@@ -202,37 +202,6 @@ class Session(TraceStream, Verifying):
             pass
         text = said.value().decode("utf-8", "replace").strip()
         return text or "%s did not start" % self.shell
-
-    def _read_state(self):
-        """Drain the state pipe into the buffer (bounded: past STATE_CAP the report in progress
-        is dropped, and the step's state is unknown)."""
-        while True:
-            try:
-                chunk = os.read(self.state_fd, 1 << 16)
-            except BlockingIOError:
-                return True
-            if not chunk:
-                return False
-            self.state_buf += chunk
-            if len(self.state_buf) > STATE_CAP:
-                # a huge variable is no tampering: this report is unknown, and what is left
-                # of it before the next report's start is not junk
-                # (under eBPF its end line is the step's end: keep what could hold it)
-                del self.state_buf[: len(self.state_buf) - (64 if self.trace_fd is None else 0)]
-                self.state_lost = True
-
-    def _take_report(self, token):
-        state, used, pre = parse_report(bytes(self.state_buf), token)
-        if not used:
-            return None
-        del self.state_buf[:used]
-        traps, ok = parse_traps(pre) if pre else (None, True)
-        if traps is not None:
-            self.traps = traps
-        if (state is None or not ok) and not self.state_lost:
-            self._flag("unexpected writes to the shell-state channel")
-        self.state_lost = False
-        return state
 
     def _outer_pid(self, inner):
         for pid in children_map().get(self.init_pid, []):

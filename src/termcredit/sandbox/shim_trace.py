@@ -1,18 +1,25 @@
 """A shim session's trace as it streams from strace's FIFO (see shim.py): drained in batches,
 a step's cut to its head and tail, handed over in whole lines; the shell's last cwd read back
-from the EXIT trap's marker. Runs inside the sandbox (its source is sent ahead of
-shim_session's). Stdlib only.
+from the EXIT trap's marker; the shell's state reports (under eBPF, a step's end). Runs inside
+the sandbox (its source is sent ahead of shim_session's). Stdlib only.
 """
 import os
 import re
 import time
 
+try:  # imported as part of the package (tests); in the sandbox the sources come first
+    from .shim_protocol import parse_traps
+    from .shim_state import STATE_CAP, parse_report
+except ImportError:
+    pass
+
 TRACE_HEAD, TRACE_TAIL = 12 << 20, 4 << 20  # a step's trace kept: head and tail, whole lines
 
 
 class TraceStream:
-    """Session's trace methods (a mixin: ``trace``, ``trace_fd``, ``trace_dropped``, ``mark``
-    and ``cwd`` are the session's)."""
+    """Session's trace and state-report methods (a mixin: ``trace``, ``trace_fd``,
+    ``trace_dropped``, ``mark``, ``cwd``, ``state_fd``, ``state_buf``, ``state_lost``, ``traps``
+    and ``_flag`` are the session's)."""
 
     def take_trace(self, whole=False):
         """The trace so far, up to its last complete line (a line strace is still writing
@@ -72,3 +79,34 @@ class TraceStream:
         m = re.search(rb'^declare -- __tc_e="(-?[0-9]{1,10})"$', bytes(self.state_buf[start:end]),
                       re.M)
         return time.monotonic(), int(m.group(1)) if m else None
+
+    def _read_state(self):
+        """Drain the state pipe into the buffer (bounded: past STATE_CAP the report in progress
+        is dropped, and the step's state is unknown)."""
+        while True:
+            try:
+                chunk = os.read(self.state_fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            self.state_buf += chunk
+            if len(self.state_buf) > STATE_CAP:
+                # a huge variable is no tampering: this report is unknown, and what is left
+                # of it before the next report's start is not junk
+                # (under eBPF its end line is the step's end: keep what could hold it)
+                del self.state_buf[: len(self.state_buf) - (64 if self.trace_fd is None else 0)]
+                self.state_lost = True
+
+    def _take_report(self, token):
+        state, used, pre = parse_report(bytes(self.state_buf), token)
+        if not used:
+            return None
+        del self.state_buf[:used]
+        traps, ok = parse_traps(pre) if pre else (None, True)
+        if traps is not None:
+            self.traps = traps
+        if (state is None or not ok) and not self.state_lost:
+            self._flag("unexpected writes to the shell-state channel")
+        self.state_lost = False
+        return state
