@@ -21,6 +21,7 @@ import pytest
 from termcredit.tracer.ebpf import EbpfTracer, available
 from termcredit.tracer.ebpf_format import Converter, Records, split_records
 from termcredit.tracer.ebpf_stream import StreamConverter
+from termcredit.tracer.fsroot import FsRoot
 from termcredit.tracer.protocol import strace_argv
 from termcredit.tracer.session import summarize_segment
 
@@ -37,10 +38,6 @@ MULTI = {"c30_background", "x_kill", "x_session", "x_shim_restart"}
 NEEDS = {"c33_gcc": "gcc", "x_make_j": "make"}
 NAMES = sorted(n for n in recorder.CASES if n not in MULTI
                and shutil.which(NEEDS.get(n, "bash")) is not None)
-# strace's -y shows the kernel's path of an fd (symlinks resolved); the eBPF backend joins
-# paths lexically, so through a symlink the two name the same file differently (a known gap:
-# `cat l` reads `a` under strace, `l` under eBPF)
-LEXICAL = {"x_symlinked_dir", "c17_symlink_cat"}
 # temporary names made at random: compared as a placeholder
 RANDOM = {"c08_sed_inplace": r"/sed[A-Za-z0-9]{6}$", "x_ln_sf": r"^/[A-Za-z0-9]{8}$"}
 SETS = ("read", "written", "deleted", "temporary", "executed", "listed", "probed", "meta")
@@ -118,8 +115,6 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_case_summary_equals_strace(name: str, traces: dict[str, object]) -> None:
-    if name in LEXICAL:
-        pytest.xfail("paths through a symlinked directory: lexical (eBPF) vs resolved (strace)")
     got = {}
     for backend in ("strace", "ebpf"):
         root, seqs, text = traces[backend]  # type: ignore[misc]
@@ -134,8 +129,9 @@ def test_streamed_lines_equal_the_batch_lines(traces: dict[str, object]) -> None
     polled at the newest record's time), give the lines the batch conversion gives."""
     tracer, raw, batch = traces["ebpf raw"]  # type: ignore[misc]
     records = split_records(raw, tracer.nonce)
+    # the traced bash is gone: its root was this process's, and its links are still there
     conv = StreamConverter(Converter(tracer.numbering, tracer.root_pid, tracer.cwd,
-                                     tracer.epoch_ns))
+                                     tracer.epoch_ns, FsRoot.of(os.getpid())))
     lines: list[str] = []
     newest = 0
     for i in range(0, len(records.items), 64):

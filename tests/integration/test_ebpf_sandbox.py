@@ -149,3 +149,21 @@ def test_a_shell_that_exits_restarts_where_it_stood(sandbox):
         r = sb.run("pwd; cat ../f > g")
         assert (r.stdout, r.exit_code, r.integrity) == ("/work/s b\n", 0, []), tracer
         assert '"/work/s b/g"' in r.trace or "s b/g" in r.trace
+
+
+def test_a_write_through_a_link_is_the_real_files_under_both_backends(sandbox):
+    """strace names an fd by the kernel's path; the eBPF backend resolves the program's path
+    through the sandbox's own filesystem (an absolute link lands in the container's tree)."""
+    steps = ["mkdir -p /work/real /etc/conf.d && ln -s /work/real /work/l && "
+             "ln -s /etc/conf.d /work/c",
+             "cd /work/l && echo x > f && echo y > /work/c/app.conf",
+             "cat /work/real/f ../real/f /etc/conf.d/app.conf > /work/out"]
+    got = {}
+    for tracer in ("strace", "ebpf"):
+        sb = sandbox(tracer=tracer)
+        records = [sb.run(cmd) for cmd in steps]
+        got[tracer] = _summaries(sb, records)
+    assert got["ebpf"] == got["strace"]
+    # by hand: the writes are the real files', so the third step's reads meet them
+    assert got["ebpf"][1]["written"] == {"/work/real/f", "/etc/conf.d/app.conf"}
+    assert got["ebpf"][2]["read"] == {"/work/real/f", "/etc/conf.d/app.conf"}

@@ -26,6 +26,9 @@ class FakeTrace:
     def hurry(self) -> None:
         pass
 
+    def drop(self) -> None:
+        self.closed = True
+
     def fence(self) -> int | None:
         return self.fenced
 

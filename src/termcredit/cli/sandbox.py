@@ -84,9 +84,10 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from ..tasks import load_task
     from ..tasks.build import build_image
 
-    from ..tracer.choice import resolve_tracer
+    from ..tracer.choice import for_backend, resolve_tracer
 
     tracer, note = resolve_tracer(args.tracer)  # ebpf where it cannot run: an error, now
+    tracer, note = for_backend(args.tracer, tracer, note, "local")
     if note:
         log(note)
     client = docker_client()

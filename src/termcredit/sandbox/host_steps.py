@@ -157,7 +157,7 @@ class HostSession:
     def abandon(self) -> None:
         """The sandbox is going away: stop converting; late records count as unrouted."""
         self._stop.set()
-        self.trace.closed = True
+        self.trace.drop()
 
 
 def follow_sessions(api: Any, container_id: str, described: dict[str, Any],
@@ -179,7 +179,7 @@ def follow_sessions(api: Any, container_id: str, described: dict[str, Any],
                                  f"{container_id[:12]}")
         trace = tracer.follow(pid, role)
         if not trace.registered.wait(REGISTER_WAIT_S):
-            trace.closed = True
+            trace.drop()
             raise HostTraceError(f"the host tracer did not take the {role} session")
         out[role] = HostSession(trace, mark)
     return out

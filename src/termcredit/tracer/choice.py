@@ -81,14 +81,30 @@ def resolve_tracer(choice: str, why_not: Callable[[], str | None] | None = None,
     return "ebpf", "tracer: ebpf (auto: this host can trace from the kernel)"
 
 
-def for_backend(choice: str, backend: str, note: str | None,
-                sandboxes: str) -> tuple[str, str | None]:
+def for_backend(choice: str, backend: str, note: str | None, sandboxes: str,
+                start: Callable[[], object] | None = None) -> tuple[str, str | None]:
     """(backend, note) once the sandboxes' backend is known: the host tracer cuts a session's
-    steps in the process that runs its shells, so eBPF follows ``local`` sandboxes only;
-    ``auto`` falls back to strace (saying why), ``ebpf`` is an error."""
-    if backend != "ebpf" or sandboxes == "local":
+    steps in the process that runs its shells, so eBPF follows ``local`` sandboxes only; and
+    there it is started now (``start``: the host tracer's, by default), so a host that cannot
+    attach it (each bpftrace attaches 18 programs to execve's tracepoint, which holds 64) is
+    known before any sandbox. ``auto`` falls back to strace (saying why), ``ebpf`` is an
+    error."""
+    if backend == "ebpf" and sandboxes == "local":
+        try:
+            (start or _start_host_tracer)()
+            return backend, note
+        except RuntimeError as exc:
+            why = f"the host tracer did not start: {str(exc)[:300]}"
+    elif backend == "ebpf":
+        why = f"the eBPF tracer follows local sandboxes only, not the {sandboxes!r} backend's"
+    else:
         return backend, note
-    why = f"the eBPF tracer follows local sandboxes only, not the {sandboxes!r} backend's"
     if choice == "ebpf":
         raise TracerUnavailable(f"tracer 'ebpf': {why}")
     return "strace", f"tracer: strace (auto: {why})"
+
+
+def _start_host_tracer() -> object:
+    from .ebpf_host import host_tracer
+
+    return host_tracer()

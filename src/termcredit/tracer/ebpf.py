@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from .ebpf_fence import FenceScanner, Fences
 from .ebpf_format import Converter, Records, split_records
 from .ebpf_program import FLUSH_HZ, STRLEN, flush_probe, numbering, program
+from .fsroot import FsRoot
 from .ebpf_wakeup import wakeup_env
 
 TRACEFS = "/sys/kernel/tracing"
@@ -87,6 +88,7 @@ class EbpfTracer:
             raise RuntimeError(why)
         # the root's cwd before tracing: what strace's -y would read from /proc
         self.cwd = _readlink(f"/proc/{self.root_pid}/cwd")
+        self.fsroot = FsRoot.of(self.root_pid)  # its links, read while converting
         self.epoch_ns = time.time_ns() - time.monotonic_ns()  # bpftrace's nsecs: CLOCK_MONOTONIC
         fence = (self.fences.key, os.stat("/proc/self/ns/pid").st_ino)
         self.proc, self._prog = launch(program(self.root_pid, self.nonce, self.role, fence),
@@ -109,11 +111,15 @@ class EbpfTracer:
                self.fences.fence)
         self._prog = ""
         records = split_records(bytes(self._out), self.nonce)
-        return self.convert(records)
+        try:
+            return self.convert(records)
+        finally:
+            if getattr(self, "fsroot", None) is not None:
+                self.fsroot.close()
 
     def convert(self, records: Records) -> EbpfResult:
         conv = Converter(self.numbering, self.root_pid, getattr(self, "cwd", None),
-                         getattr(self, "epoch_ns", 0))
+                         getattr(self, "epoch_ns", 0), getattr(self, "fsroot", None))
         lines = conv.convert(records)
         return EbpfResult(lines, records.lost, len(records.stray), conv.unpaired)
 

@@ -18,9 +18,11 @@ import signal as _signal
 from dataclasses import dataclass, field
 
 from .ebpf_program import CHUNK, SYSCALLS, Numbering, record_size
+from .fsroot import FsRoot
 
 AT_FDCWD = -100
 O_TMPFILE_BIT = 0x400000
+O_NOFOLLOW = 0x20000
 CLONE_FS = 0x200
 _LOST = re.compile(rb"\s*Lost ([0-9]{1,19}) events\s*")
 
@@ -149,13 +151,16 @@ class Enter:
 class Converter:
     """Replays records in time order and prints one strace line per finished traced call.
 
-    Known differences from strace: a returned fd's annotation is the lexically joined path,
-    where strace shows the kernel's (symlinks resolved); an fd the traced tasks had before
-    tracing began, or made by an untraced call (a pipe, a socket), has no annotation."""
+    A returned fd's annotation and a chdir's cwd are resolved through ``fsroot`` (the traced
+    tasks' filesystem: links followed, as the kernel names the file strace shows), else joined
+    lexically. Known differences from strace: the links are read when the records are
+    converted, not at the call (``fsroot``); an fd the traced tasks had before tracing began,
+    or made by an untraced call (a pipe, a socket), has no annotation."""
 
     def __init__(self, numbering: Numbering, root: int, cwd: bytes | None,
-                 epoch_ns: int = 0) -> None:
+                 epoch_ns: int = 0, fsroot: FsRoot | None = None) -> None:
         self.names = numbering.names
+        self.fsroot = fsroot
         self.epoch_ns = epoch_ns  # wall clock minus the kernel's monotonic clock
         self.tasks: dict[int, Task] = {root: Task(Cell(cwd))}
         self.files: dict[FileKey, bytes | None] = {}  # open file -> the path it was opened by
@@ -297,21 +302,32 @@ class Converter:
             result = f"-1 {code} ({_strerror(-ret)})"
         return f"{e.tid} {self._ts(e.t)} {name}({', '.join(args)}) = {result}"
 
-    def _resolve(self, task: Task, e: Enter, i: int, raw: bytes | None) -> bytes | None:
+    def _resolve(self, task: Task, e: Enter, i: int, raw: bytes | None,
+                 follow_last: bool = True) -> bytes | None:
         """String argument ``i`` as a path: relative to fd argument ``i - 1`` where the call
-        has one there (the *at calls), else to the cwd."""
+        has one there (the *at calls), else to the cwd; through ``fsroot`` where there is one
+        (``follow_last``: a link as the last component is followed, as the call did)."""
         if raw is None:
             return None
-        if raw.startswith(b"/"):
-            return _norm(raw)
         kinds = [k for _, k in SYSCALLS[self.names[e.nr]]]
-        if i > 0 and kinds[i - 1] == "fd" and _s32(e.nums[i - 1]) != AT_FDCWD:
+        if raw.startswith(b"/"):
+            path = raw
+        elif i > 0 and kinds[i - 1] == "fd" and _s32(e.nums[i - 1]) != AT_FDCWD:
             base = self.files.get(e.files.get(i - 1, (0, 0)))
+            path = None if base is None else base + b"/" + raw
         else:
             base = task.cwd.value  # type: ignore[assignment]
-        if base is None:
+            path = None if base is None else base + b"/" + raw
+        if path is None:
             return None
-        return _norm(base + b"/" + raw) if raw else _norm(base)
+        if self.fsroot is not None:
+            return self.fsroot.resolve(path, follow_last)
+        return _norm(path)
+
+    def forget(self) -> None:
+        """What was read of the links is stale from here (a new batch of records)."""
+        if self.fsroot is not None:
+            self.fsroot.forget()
 
     def _apply(self, task: Task, name: str, e: Enter) -> str:
         """Effects of a successful call on the cwd and the open files; the returned fd's
@@ -325,7 +341,9 @@ class Converter:
                 flags = e.nums[2]
             else:
                 flags = e.nums[kinds.index("flags")]
-            path = None if flags & O_TMPFILE_BIT else self._resolve(task, e, si, e.string(si))
+            follow = not flags & O_NOFOLLOW  # O_PATH|O_NOFOLLOW opens the link itself
+            path = None if flags & O_TMPFILE_BIT else self._resolve(task, e, si, e.string(si),
+                                                                    bool(follow))
             if e.opened != (0, 0):
                 self.files[e.opened] = path
             return annotate(path) if path is not None else ""

@@ -32,6 +32,7 @@ from .ebpf_format import _LOST, Converter, Records, split_records
 from .ebpf_program import numbering
 from .ebpf_shared import KEY_BITS, REGISTER, shared_program, tag_of
 from .ebpf_stream import StreamConverter
+from .fsroot import FsRoot
 
 MAP_KEYS = 65536  # live traced tasks of every session at once (each sandbox: 1024 pids at most)
 SETTLE_S = 0.3  # after a tree's last exit: records of its tasks still in another CPU's buffer
@@ -60,6 +61,7 @@ class SessionTrace:
     # every record printed before the call is read: the time below which none can come
     # (``ebpf_fence``), or None where no fence could be made
     fence: Callable[[], int | None] = lambda: None
+    fsroot: FsRoot | None = None  # the tree's filesystem, its links read while converting
     stray: int = 0
     _lost_fed: int = 0
 
@@ -79,7 +81,14 @@ class SessionTrace:
             conv = self._converter()
             lines, lost = conv.convert(records), records.lost
             self.stray += len(records.stray)
+        self.drop()
         return EbpfResult(lines, lost, self.stray, conv.unpaired)
+
+    def drop(self) -> None:
+        """No more lines are wanted: late records count as unrouted; the root is let go."""
+        self.closed = True
+        if self.fsroot is not None:
+            self.fsroot.close()
 
     def lines(self, now_ns: int | None = None) -> list[str]:
         """The lines of the records due by ``now_ns`` (the monotonic clock by default; see
@@ -106,7 +115,7 @@ class SessionTrace:
         return records
 
     def _converter(self) -> Converter:
-        return Converter(numbering(self.role), self.root, self.cwd, self.epoch_ns)
+        return Converter(numbering(self.role), self.root, self.cwd, self.epoch_ns, self.fsroot)
 
 
 class Demux:
@@ -213,7 +222,12 @@ class HostTracer:
             t.start()
         if not wait_ready(self.proc, lambda: self.demux.ready):
             self.stop()
-            raise RuntimeError("bpftrace did not start: " + _tail(self._err))
+            err = _tail(self._err)
+            if "Argument list too long" in err:  # E2BIG from the perf event's program array
+                err += (" (a syscall tracepoint holds at most 64 BPF programs and this "
+                        "program attaches 18 to execve's: at most 3 eBPF-traced termcredit "
+                        "processes per host)")
+            raise RuntimeError("bpftrace did not start: " + err)
 
     def follow(self, pid: int, role: str = "agent") -> SessionTrace:
         """Trace ``pid`` and its descendants from now on, as one session of ``role``. Call it
@@ -227,7 +241,7 @@ class HostTracer:
                 del self.sessions[old]  # its late records count as unrouted
             s = SessionTrace(tag, pid, role, _readlink(f"/proc/{pid}/cwd"),
                              time.time_ns() - time.monotonic_ns(), self.nonce, live={pid},
-                             hurry=self._hurry.set, fence=self.fence)
+                             hurry=self._hurry.set, fence=self.fence, fsroot=FsRoot.of(pid))
             self.sessions[tag] = s
         # the probe runs inside this call: once it returns, pid is traced. Any other caller
         # (wrong key, or not in the host's PID namespace) only gets prctl's EINVAL

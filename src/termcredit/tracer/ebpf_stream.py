@@ -74,6 +74,7 @@ class StreamConverter:
 
     # ------------------------------------------------------------------ inside
     def _release(self, due: int | None) -> list[str]:
+        self.conv.forget()  # links read for an earlier batch may have changed since
         lines: list[str] = []
         while self.held and (due is None or self.held[0][0] <= due):
             t, _, item = heapq.heappop(self.held)
