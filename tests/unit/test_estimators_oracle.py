@@ -136,3 +136,13 @@ def test_the_trainer_reads_each_task_toml_and_refuses_a_task_without(tmp_path) -
     bare = make_task(tmp_path / "u", "timeout_sec = 60\n")
     with pytest.raises(ValueError, match=r"u/task.toml: the oracle estimator needs"):
         providers_for({"oracle_steps"}, TrainConfig(algo="oracle", tasks=[str(bare)]), None)
+
+
+def test_uniform_negative_keeps_the_credit_on_solved_episodes_only() -> None:
+    out = estimators.build("oracle", negative="uniform")(group())
+    a, b, c = out.step_advantages
+    close(a, [0.0, 1.5 * R2, 1.5 * R2, R2])  # A as with blame: its Â is positive
+    close(b, [-1 / R2] * 3)  # B: unit weights, not blame on its rm and its failed cat
+    close(c, [-1 / R2] * 2)
+    with pytest.raises(ValueError, match="negative must be one of 'blame', 'uniform'"):
+        estimators.build("oracle", negative="errors")

@@ -101,14 +101,23 @@ def _labels(traj: Trajectory) -> dict[str, set[int]]:
     return {k: set(got.get(k, [])) for k in LABELS}
 
 
+# how a failed episode's negative advantage is spread: on the commands at fault (the breaking
+# ones and those that failed), or GRPO's unit weights (which tells whether concentrated
+# blame, not the credit on solved episodes, is what the oracle's learning gets from it)
+NEGATIVE = ("blame", "uniform")
+
+
 @register("oracle")
 class Oracle:
     needs = (ORACLE_STEPS,)
 
     def __init__(self, subtract_min: bool = True, untraced_weight: float = 1.0,
-                 std: bool = True, eps: float = 1e-6):
+                 std: bool = True, eps: float = 1e-6, negative: str = "blame"):
+        if negative not in NEGATIVE:
+            raise ValueError(f"oracle: negative must be one of {', '.join(map(repr, NEGATIVE))},"
+                             f" not {negative!r}")
         self.subtract_min, self.untraced_weight = subtract_min, untraced_weight
-        self.std, self.eps = std, eps
+        self.std, self.eps, self.negative = std, eps, negative
 
     def _weights(self, traj: Trajectory, hot: set[int]) -> StepWeights:
         """DepGPO's weights of credits 1 on ``hot`` commands, 0 on the other commands."""
@@ -125,9 +134,12 @@ class Oracle:
         return self._weights(traj, _labels(traj)["necessary"])
 
     def blame_weights(self, traj: Trajectory) -> StepWeights:
-        """Blame on the breaking commands and on the commands that failed."""
+        """Blame on the breaking commands and on the commands that failed (``negative =
+        "uniform"``: GRPO's unit weights, the ground truth used on solved episodes only)."""
         lab = _labels(traj)
         hot = lab["breaking"] | {s.index for s in traj.steps if errored(s)}
+        if self.negative == "uniform":
+            hot = set()
         if not hot:  # an omission: nothing present is at fault
             ones = (1.0,) * len(traj.steps)
             return StepWeights(tuple(s.index for s in traj.steps), (None,) * len(traj.steps),
