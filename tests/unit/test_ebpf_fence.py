@@ -106,3 +106,24 @@ def test_the_probe_answers_the_host_only():
     # the B record, then enough empty records for the kernel to announce the buffer
     assert f'printf("{N}B %d %lld %llu{N}Z\\n", cpu, (int64)args->arg2, nsecs);' in text
     assert 'unroll(16) { printf(""); }' in text
+
+
+def test_boost_lifts_the_tracer_out_of_idle_while_anyone_waits():
+    import subprocess
+
+    from termcredit.tracer.ebpf import Boost, _idle
+
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        _idle(proc.pid)
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
+        boost = Boost(proc.pid)
+        with boost:
+            assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+            with boost:  # a second fence at once: still normal after the inner one ends
+                pass
+            assert os.sched_getscheduler(proc.pid) == os.SCHED_OTHER
+        assert os.sched_getscheduler(proc.pid) == os.SCHED_IDLE
+    finally:
+        proc.kill()
+        proc.wait()

@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .ebpf import (BATCH_S, PIPE_BYTES, EbpfResult, _readlink, _tail, available, detach, launch,
-                   wait_ready)
+from .ebpf import (BATCH_S, PIPE_BYTES, Boost, EbpfResult, _readlink, _tail, available, detach,
+                   launch, wait_ready)
 from .ebpf_fence import Fences, saw
 from .ebpf_format import _LOST, Converter, Records, split_records
 from .ebpf_program import numbering
@@ -207,6 +207,7 @@ class HostTracer:
         self._lock = threading.Lock()
         self._err = bytearray()
         self.proc: subprocess.Popen[bytes] | None = None
+        self._boost: Boost | None = None
         self._hurry = threading.Event()
 
     def start(self) -> None:
@@ -216,6 +217,7 @@ class HostTracer:
         # registration is taken from this process's PID namespace only (see ebpf_shared)
         text = shared_program(self.nonce, self.key, os.stat("/proc/self/ns/pid").st_ino)
         self.proc, self._prog = launch(text, MAP_KEYS)
+        self._boost = Boost(self.proc.pid)
         self._readers = [threading.Thread(target=self._read, daemon=True),
                          threading.Thread(target=self._read_err, daemon=True)]
         for t in self._readers:
@@ -251,7 +253,10 @@ class HostTracer:
 
     def fence(self) -> int | None:
         """Every record printed so far has been read: its time bound (``ebpf_fence``)."""
-        return self.fences.fence(self._hurry.set)
+        if self.proc is None or self._boost is None:
+            return None
+        with self._boost:
+            return self.fences.fence(self._hurry.set)
 
     def stop(self) -> None:
         """Fence, then detach (SIGINT: bpftrace drains its buffers and exits)."""
