@@ -7,11 +7,13 @@ link would not meet the verifier's read of the real file in the dependency graph
 resolves a path the way the kernel did, component by component, reading each link through the
 traced tasks' root (``/proc/<pid>/root``, held open as an ``O_PATH`` descriptor, so it stays
 readable after that process ended): an absolute link target starts again at that root, ``..``
-goes up from where the links led, and nothing is ever opened or followed on the host itself.
+goes up from where the links led. Nothing is opened: each component is only ``readlink``ed.
 
 It resolves when the records are converted, not at the call: a link changed in between (in the
 same step) is read as it is then; a component gone by then keeps the rest lexical. Bytes from
-the agent only choose which links are read and what an annotation says; they reach no file.
+the agent only choose which links are read and what an annotation says (a directory swapped
+for a link between two reads can make one annotation name a wrong path: credit, never reward,
+reads the annotations, and no byte of the host's goes back to the agent).
 """
 
 from __future__ import annotations
