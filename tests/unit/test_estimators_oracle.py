@@ -146,3 +146,18 @@ def test_uniform_negative_keeps_the_credit_on_solved_episodes_only() -> None:
     close(c, [-1 / R2] * 2)
     with pytest.raises(ValueError, match="negative must be one of 'blame', 'uniform'"):
         estimators.build("oracle", negative="errors")
+
+
+def test_a_floor_mixes_grpos_unit_weight_into_every_step() -> None:
+    # floor 0.5: w' = 0.5 + 0.5·w. A: [0, 1.5, 1.5, 1] -> [0.5, 1.25, 1.25, 1.0];
+    # B (blame): [0, 4/3, 4/3] -> [0.5, 7/6, 7/6]; C (unit) stays 1
+    out = estimators.build("oracle", floor=0.5)(group())
+    a, b, c = out.step_advantages
+    close(a, [0.5 * R2, 1.25 * R2, 1.25 * R2, R2])
+    close(b, [-0.5 / R2, -7 / 6 / R2, -7 / 6 / R2])
+    close(c, [-1 / R2, -1 / R2])
+    # the token-weighted mean of each trajectory is still its Â (tokens [2, 3, 1, 1])
+    assert math.isclose((2 * 0.5 + 3 * 1.25 + 1.25 + 1.0) / 7, 1.0)
+    close(estimators.build("oracle", floor=1.0)(group()).step_advantages[0], [R2] * 4)  # GRPO
+    with pytest.raises(ValueError, match=r"floor must be in \[0, 1\]"):
+        estimators.build("oracle", floor=1.5)

@@ -10,7 +10,12 @@ How a negative Â_i (a failed episode) is spread, ``negative``:
 - ``"destroyers"``: only over the steps that deleted, truncated, overwrote, moved away or
   unset something a later step needed (``depgpo/destroyers.py``), token-normalised likewise;
   graph weights where no step did.
-Why: the graph credits what reached the verifier, and in a failed episode that is often the
+``floor`` (0 to 1; default 0): every weight becomes floor + (1 − floor)·w, GRPO's unit weight
+mixed in, so each step of an episode keeps that share of its advantage whatever its credit
+(the token-weighted mean stays Â: both weightings have token-weighted mean 1). On the horizon
+tier every per-step weighting lost to GRPO because withholding reinforcement from well-formed
+but unnecessary steps let the policy's commands drift (docs/credit-tier.md).
+Why ``negative``: the graph credits what reached the verifier, and in a failed episode that is often the
 correct early work, while the command at fault (a garbled one that errored and wrote nothing,
 or a decoy that deleted what a later step read) gets no credit and so no blame (measured on
 the credit and horizon tiers: docs/credit-tier.md)."""
@@ -76,15 +81,26 @@ def destroyer_weights(traj: Trajectory, cfg: DepGPOConfig, sw: StepWeights
     return only_weights(sw, [i in steps for i in sw.steps])
 
 
+def check_floor(floor: float, who: str) -> float:
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"{who}: floor must be in [0, 1], not {floor!r}")
+    return float(floor)
+
+
+def with_floor(weights: Sequence[float], floor: float) -> list[float]:
+    """floor + (1 − floor)·w for each weight (see the module doc)."""
+    return [floor + (1.0 - floor) * w for w in weights]
+
+
 @register("depgpo")
 class DepGPO:
     def __init__(self, beta: float = 0.5, subtract_min: bool = True, std: bool = True,
                  diff_rewrites: str = "if-read", untraced_weight: float = 1.0,
-                 eps: float = 1e-6, negative: str = "graph"):
+                 eps: float = 1e-6, negative: str = "graph", floor: float = 0.0):
         if negative not in NEGATIVE:
             raise ValueError(f"depgpo: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
-        self.negative = negative
+        self.negative, self.floor = negative, check_floor(floor, "depgpo")
         self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
                                 untraced_weight=untraced_weight)
         self.std, self.eps = std, eps
@@ -113,7 +129,7 @@ class DepGPO:
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.step_weights(t) for t in group]
-        per_step = [[a * w for w in (self._blame(t, sw) if a < 0 else sw.w)]
+        per_step = [[a * w for w in with_floor(self._blame(t, sw) if a < 0 else sw.w, self.floor)]
                     for t, sw, a in zip(group, weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))

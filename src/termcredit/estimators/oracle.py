@@ -40,7 +40,7 @@ from typing import Any
 from ..depgpo import StepWeights, step_weights
 from ..records import Step, Trajectory, step_token_counts
 from . import ORACLE_STEPS, EstimatorResult, register
-from .depgpo import summarize_weights
+from .depgpo import check_floor, summarize_weights, with_floor
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
 
 INFO_KEY = "oracle"  # Trajectory.info[INFO_KEY] = {"necessary": [...], "breaking": [...]}
@@ -112,12 +112,14 @@ class Oracle:
     needs = (ORACLE_STEPS,)
 
     def __init__(self, subtract_min: bool = True, untraced_weight: float = 1.0,
-                 std: bool = True, eps: float = 1e-6, negative: str = "blame"):
+                 std: bool = True, eps: float = 1e-6, negative: str = "blame",
+                 floor: float = 0.0):
         if negative not in NEGATIVE:
             raise ValueError(f"oracle: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
         self.subtract_min, self.untraced_weight = subtract_min, untraced_weight
         self.std, self.eps, self.negative = std, eps, negative
+        self.floor = check_floor(floor, "oracle")  # as DepGPO's (estimators/depgpo.py)
 
     def _weights(self, traj: Trajectory, hot: set[int]) -> StepWeights:
         """DepGPO's weights of credits 1 on ``hot`` commands, 0 on the other commands."""
@@ -151,7 +153,8 @@ class Oracle:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.blame_weights(t) if a < 0 else self.step_weights(t)
                    for t, a in zip(group, adv_hat)]
-        per_step = [[a * w for w in sw.w] for sw, a in zip(weights, adv_hat)]
+        per_step = [[a * w for w in with_floor(sw.w, self.floor)]
+                    for sw, a in zip(weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
         return EstimatorResult(advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
