@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from termcredit.tracer.ebpf import EbpfTracer, available
+from termcredit.tracer.ebpf import EbpfResult, EbpfTracer, available
 from termcredit.tracer.protocol import strace_argv
 from termcredit.tracer.session import summarize_segment
 
@@ -48,7 +48,8 @@ def _script(root: Path) -> str:
     return "; ".join(parts)
 
 
-def _ebpf_run(script: str) -> str:
+def _traced(script: str) -> EbpfResult:
+    """``script`` in a bash the one-shot eBPF tracer follows from its first call."""
     proc = subprocess.Popen(["bash", "-c", "read _go; " + script], stdin=subprocess.PIPE)
     tracer = EbpfTracer(proc.pid)
     try:
@@ -58,7 +59,11 @@ def _ebpf_run(script: str) -> str:
         proc.stdin.write(b"go\n")
         proc.stdin.close()
         proc.wait(timeout=120)
-    result = tracer.stop()
+    return tracer.stop()
+
+
+def _ebpf_run(script: str) -> str:
+    result = _traced(script)
     assert result.lost == 0 and result.stray == 0
     return result.text
 
@@ -112,17 +117,7 @@ def test_a_child_the_full_task_map_cannot_hold_is_counted_lost(monkeypatch, tmp_
     import termcredit.tracer.ebpf as ebpf
 
     monkeypatch.setattr(ebpf, "MAP_KEYS", 4)
-    script = f"for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait; echo done > {tmp_path}/d"
-    proc = subprocess.Popen(["bash", "-c", "read _go; " + script], stdin=subprocess.PIPE)
-    tracer = EbpfTracer(proc.pid)
-    try:
-        tracer.start()
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.write(b"go\n")
-        proc.stdin.close()
-        proc.wait(timeout=120)
-    result = tracer.stop()
+    result = _traced(f"for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait; echo done > {tmp_path}/d")
     # by hand: bash holds 1 key; of 8 sleeps alive at once at most 3 more fit
     assert result.lost >= 5
     assert result.lines[-1] == f"ebpf: lost {result.lost} events"

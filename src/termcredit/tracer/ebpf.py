@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from .ebpf_fence import FenceScanner, Fences
 from .ebpf_format import Converter, Records, split_records
 from .ebpf_program import FLUSH_HZ, STRLEN, flush_probe, numbering, program
-from .fsroot import FsRoot
 from .ebpf_wakeup import wakeup_env
+from .fsroot import FsRoot
 
 TRACEFS = "/sys/kernel/tracing"
 PROBE = "syscalls/sys_enter_openat"
@@ -76,7 +76,7 @@ class EbpfTracer:
         self.root_pid = root_pid
         self.role = role
         self.nonce = secrets.token_hex(12)
-        self.fences = Fences(secrets.randbelow((1 << 63) - 1) + 1)
+        self.fences = Fences()  # its own random key
         self.numbering = numbering(role)
         self._out = bytearray()
         self._err = bytearray()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -62,8 +63,10 @@ def online_cpus() -> list[int]:
 class Fences:
     """B records as they are read (``saw``), and fences that wait for theirs (``fence``)."""
 
-    def __init__(self, key: int) -> None:
-        self.key = key
+    def __init__(self, key: int | None = None) -> None:
+        """``key``: the fence call's secret (a fresh random one if None; the shared host
+        tracer passes its registration key)."""
+        self.key = key if key is not None else secrets.randbelow((1 << 63) - 1) + 1
         self._seq = itertools.count(1)
         self._cond = threading.Condition()
         self._seen: dict[int, dict[int, int]] = {}  # seq -> cpu -> t

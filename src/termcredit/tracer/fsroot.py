@@ -57,7 +57,7 @@ class FsRoot:
         """``path`` (absolute, not normalised: ``l/..`` is where ``l`` leads, then up) with
         every link in it resolved; the last component kept as is when ``follow_last`` is
         False. Past a missing component, or past MAX_LINKS, the rest is joined lexically."""
-        todo = [c for c in reversed(path.split(b"/"))]
+        todo = list(reversed(path.split(b"/")))
         out: list[bytes] = []
         links = 0
         lexical = False
