@@ -68,10 +68,10 @@ def close(got: list[float], want: list[float]) -> None:
 
 def test_labels_need_a_clean_run_for_necessary_and_none_for_breaking() -> None:
     a, b, c = group()
-    assert a.info[INFO_KEY] == {"necessary": [1, 2], "breaking": []}
+    assert a.info[INFO_KEY] == {"necessary": [1, 2], "breaking": [], "references": []}
     # B's answer step matches but exited 1: not necessary work done; its rm matches breaking
-    assert b.info[INFO_KEY] == {"necessary": [0], "breaking": [1]}
-    assert label_steps(c, SPEC) == {"necessary": [0], "breaking": []}
+    assert b.info[INFO_KEY] == {"necessary": [0], "breaking": [1], "references": []}
+    assert label_steps(c, SPEC) == {"necessary": [0], "breaking": [], "references": []}
 
 
 def test_step_advantages_by_hand() -> None:
@@ -128,11 +128,16 @@ def test_spec_errors_name_the_task(meta: dict, match: str) -> None:
 
 def test_the_trainer_reads_each_task_toml_and_refuses_a_task_without(tmp_path) -> None:
     ok = make_task(tmp_path / "t", 'timeout_sec = 60\n[metadata.oracle]\n'
-                   'necessary = ["^tar -xzf "]\nbreaking = ["rm -rf"]\n')
+                   'necessary = ["^tar -xzf "]\nbreaking = ["rm -rf"]\n'
+                   '[metadata.demos]\nharmless = [{before = 0, command = "ls"}]\n')
+    (ok / "solution").mkdir()
+    (ok / "solution" / "solve.sh").write_text("#!/bin/bash\ntar -xzf a.tgz\nsha256sum -c s\n")
     (provide,) = providers_for({"oracle_steps"}, TrainConfig(algo="oracle", tasks=[str(ok)]), None)
     t = traj(1.0, [step(0, "rm -rf /app"), step(1, "tar -xzf a.tgz")], [1, 1])
     provide([t])
-    assert t.info[INFO_KEY] == {"necessary": [1], "breaking": [0]}
+    # the references: the solution's commands, then the demonstrations' declared ones
+    assert t.info[INFO_KEY] == {"necessary": [1], "breaking": [0],
+                                "references": ["tar -xzf a.tgz", "sha256sum -c s", "ls"]}
     bare = make_task(tmp_path / "u", "timeout_sec = 60\n")
     with pytest.raises(ValueError, match=r"u/task.toml: the oracle estimator needs"):
         providers_for({"oracle_steps"}, TrainConfig(algo="oracle", tasks=[str(bare)]), None)

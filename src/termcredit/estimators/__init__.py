@@ -25,12 +25,15 @@ from .rewards import INTEGRITY_POLICIES, is_flagged, reward_of, training_reward
 
 TEACHER_LOGPROBS = "teacher_logprobs"
 ORACLE_STEPS = "oracle_steps"
+TOKEN_TEXT = "token_text"
 # every input an estimator may need beyond the rollout records, and what it is
 NEEDS: dict[str, str] = {
     TEACHER_LOGPROBS: "the teacher policy's log-probs of the sampled tokens, in the "
                         "student's context (TokenLayout.teacher_logprobs)",
     ORACLE_STEPS: "each step's ground-truth label (necessary / breaking) from its task's "
                   "[metadata.oracle] patterns (Trajectory.info['oracle']; estimators/oracle.py)",
+    TOKEN_TEXT: "each step's decoded tokens and where each ends in that text, from the "
+                "policy's tokenizer (Trajectory.info['token_text']; estimators/inside.py)",
 }
 
 
@@ -130,7 +133,7 @@ class Sum:
 
 __all__ = ["EstimatorResult", "Estimator", "Group", "INTEGRITY_POLICIES", "NEEDS", "ORACLE_STEPS",
            "REGISTRY",
-           "Sum", "TEACHER_LOGPROBS", "broadcast", "build", "is_flagged", "names", "needs", "register",
+           "Sum", "TEACHER_LOGPROBS", "TOKEN_TEXT", "broadcast", "build", "is_flagged", "names", "needs", "register",
            "parse_spec", "reward_of", "spec_parts", "split_spec", "training_reward"]
 
 # The algorithms, imported here so that importing the package registers every one of them.

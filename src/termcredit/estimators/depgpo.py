@@ -10,6 +10,10 @@ How a negative Â_i (a failed episode) is spread, ``negative``:
 - ``"destroyers"``: only over the steps that deleted, truncated, overwrote, moved away or
   unset something a later step needed (``depgpo/destroyers.py``), token-normalised likewise;
   graph weights where no step did.
+``inside`` (default false): of a failed episode's errored commands that carry blame, only
+the tokens from where the command left every command that ran cleanly in its group keep it
+(``estimators/inside.py``); with ``negative = "errors"`` that is blame on the token that went
+wrong, not on the well-formed prefix around it.
 ``floor`` (0 to 1; default 0): every weight becomes floor + (1 − floor)·w, GRPO's unit weight
 mixed in, so each step of an episode keeps that share of its advantage whatever its credit
 (the token-weighted mean stays Â: both weightings have token-weighted mean 1). On the horizon
@@ -29,8 +33,9 @@ from ..depgpo import DepGPOConfig, StepWeights
 from ..depgpo.analysis import analysis_of, kept_analysis
 from ..depgpo.destroyers import destroyers
 from ..records import Trajectory
-from . import EstimatorResult, register
+from . import TOKEN_TEXT, EstimatorResult, register
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
+from .inside import clean_commands, narrow_failed
 
 
 def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
@@ -96,7 +101,8 @@ def with_floor(weights: Sequence[float], floor: float) -> list[float]:
 class DepGPO:
     def __init__(self, beta: float = 0.5, subtract_min: bool = True, std: bool = True,
                  diff_rewrites: str = "if-read", untraced_weight: float = 1.0,
-                 eps: float = 1e-6, negative: str = "graph", floor: float = 0.0):
+                 eps: float = 1e-6, negative: str = "graph", floor: float = 0.0,
+                 inside: bool = False):
         if negative not in NEGATIVE:
             raise ValueError(f"depgpo: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
@@ -104,6 +110,9 @@ class DepGPO:
         self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
                                 untraced_weight=untraced_weight)
         self.std, self.eps = std, eps
+        self.inside = bool(inside)
+        if self.inside:
+            self.needs = type(self).needs | {TOKEN_TEXT}
 
     def weights_of(self, traj: Trajectory) -> StepWeights | None:
         """The weights this estimator's settings gave ``traj``, if it was weighed (the
@@ -133,5 +142,9 @@ class DepGPO:
                     for t, sw, a in zip(group, weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
-        return EstimatorResult(advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
-                               step_advantages=per_step, stats=stats)
+        advantages = [broadcast(t, s) for t, s in zip(group, per_step)]
+        if self.inside:
+            refs = clean_commands(group)  # what the policy itself got right in this group
+            advantages, stats["inside_narrowed"] = narrow_failed(
+                group, adv_hat, per_step, advantages, [refs] * len(group))
+        return EstimatorResult(advantages=advantages, step_advantages=per_step, stats=stats)

@@ -39,11 +39,15 @@ from typing import Any
 
 from ..depgpo import StepWeights, step_weights
 from ..records import Step, Trajectory, step_token_counts
-from . import ORACLE_STEPS, EstimatorResult, register
+from . import ORACLE_STEPS, TOKEN_TEXT, EstimatorResult, register
 from .depgpo import check_floor, summarize_weights, with_floor
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
+from .inside import errored, narrow_failed
 
-INFO_KEY = "oracle"  # Trajectory.info[INFO_KEY] = {"necessary": [...], "breaking": [...]}
+__all__ = ["INFO_KEY", "LABELS", "Oracle", "OracleSpec", "errored", "label_steps"]
+
+# Trajectory.info[INFO_KEY] = {"necessary": [...], "breaking": [...], "references": [...]}
+INFO_KEY = "oracle"
 LABELS = ("necessary", "breaking")
 
 
@@ -53,9 +57,13 @@ class OracleSpec:
 
     necessary: tuple[re.Pattern[str], ...]
     breaking: tuple[re.Pattern[str], ...] = ()
+    # the task's well-formed commands (its solution's and its demonstrations'), what blame
+    # inside an errored command measures against (``inside``; estimators/inside.py)
+    references: tuple[str, ...] = ()
 
     @classmethod
-    def from_metadata(cls, metadata: dict[str, Any], where: str) -> "OracleSpec":
+    def from_metadata(cls, metadata: dict[str, Any], where: str,
+                      references: Sequence[str] = ()) -> "OracleSpec":
         """From a task's ``[metadata]``; a ValueError naming ``where`` when it declares none."""
         table = metadata.get(INFO_KEY)
         if not isinstance(table, dict) or not table.get("necessary"):
@@ -66,7 +74,8 @@ class OracleSpec:
             raise ValueError(f"{where}: [metadata.oracle] takes {', '.join(LABELS)}, "
                              f"not {', '.join(sorted(unknown))}")
         try:
-            return cls(*(tuple(re.compile(p) for p in table.get(k, [])) for k in LABELS))
+            return cls(*(tuple(re.compile(p) for p in table.get(k, [])) for k in LABELS),
+                       references=tuple(references))
         except (re.error, TypeError) as exc:
             raise ValueError(f"{where}: [metadata.oracle]: {exc}") from exc
 
@@ -76,21 +85,17 @@ def _ran_cleanly(step: Step) -> bool:
     return cmd is not None and cmd.exit_code == 0 and not cmd.timed_out
 
 
-def errored(step: Step) -> bool:
-    """A command that exited non-zero or timed out (what the bench's rates count as errored)."""
-    cmd = step.command
-    return cmd is not None and (cmd.exit_code != 0 or cmd.timed_out)
-
-
-def label_steps(traj: Trajectory, spec: OracleSpec) -> dict[str, list[int]]:
+def label_steps(traj: Trajectory, spec: OracleSpec) -> dict[str, list]:
     """Step indices whose command matches a necessary pattern and ran cleanly, and those
-    whose command matches a breaking pattern (whatever its exit status: it ran)."""
+    whose command matches a breaking pattern (whatever its exit status: it ran); and the
+    task's reference commands."""
     def hits(patterns: Sequence[re.Pattern[str]], s: Step) -> bool:
         return s.command is not None and any(p.search(s.command.command) for p in patterns)
 
     return {"necessary": [s.index for s in traj.steps
                           if _ran_cleanly(s) and hits(spec.necessary, s)],
-            "breaking": [s.index for s in traj.steps if hits(spec.breaking, s)]}
+            "breaking": [s.index for s in traj.steps if hits(spec.breaking, s)],
+            "references": list(spec.references)}
 
 
 def _labels(traj: Trajectory) -> dict[str, set[int]]:
@@ -113,13 +118,17 @@ class Oracle:
 
     def __init__(self, subtract_min: bool = True, untraced_weight: float = 1.0,
                  std: bool = True, eps: float = 1e-6, negative: str = "blame",
-                 floor: float = 0.0):
+                 floor: float = 0.0, inside: bool = False):
         if negative not in NEGATIVE:
             raise ValueError(f"oracle: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
         self.subtract_min, self.untraced_weight = subtract_min, untraced_weight
         self.std, self.eps, self.negative = std, eps, negative
         self.floor = check_floor(floor, "oracle")  # as DepGPO's (estimators/depgpo.py)
+        # blame inside an errored command, against the task's own commands (estimators/inside.py)
+        self.inside = bool(inside)
+        if self.inside:
+            self.needs = type(self).needs | {TOKEN_TEXT}
 
     def _weights(self, traj: Trajectory, hot: set[int]) -> StepWeights:
         """DepGPO's weights of credits 1 on ``hot`` commands, 0 on the other commands."""
@@ -157,5 +166,9 @@ class Oracle:
                     for sw, a in zip(weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
-        return EstimatorResult(advantages=[broadcast(t, s) for t, s in zip(group, per_step)],
-                               step_advantages=per_step, stats=stats)
+        advantages = [broadcast(t, s) for t, s in zip(group, per_step)]
+        if self.inside:
+            refs = [t.info[INFO_KEY].get("references", []) for t in group]
+            advantages, stats["inside_narrowed"] = narrow_failed(group, adv_hat, per_step,
+                                                                 advantages, refs)
+        return EstimatorResult(advantages=advantages, step_advantages=per_step, stats=stats)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
-from ..estimators import ORACLE_STEPS, TEACHER_LOGPROBS
+from ..bench.split import split_commands
+from ..estimators import ORACLE_STEPS, TEACHER_LOGPROBS, TOKEN_TEXT
+from ..estimators.inside import token_text
 from ..estimators.oracle import INFO_KEY, OracleSpec, label_steps
 from ..records import Trajectory
-from ..tasks import find_tasks
+from ..tasks import Task, find_tasks
 from .config import TrainConfig
 from .policy import Policy, check_same_tokenizer, load_policy
 
@@ -56,16 +58,50 @@ class OracleSteps:
             t.info[INFO_KEY] = label_steps(t, self.specs[t.task])
 
 
+def reference_commands(task: Task) -> list[str]:
+    """A task's well-formed commands: its solution's, and those its demonstrations may add
+    (``[metadata.demos]``, bench/decoy_demos.py)."""
+    solve = task.solution_dir / "solve.sh"
+    refs = split_commands(solve.read_text()) if solve.is_file() else []
+    demos = task.metadata.get("demos")
+    if isinstance(demos, dict):
+        refs += [str(item["command"]) for kind in ("harmless", "breaking")
+                 for item in demos.get(kind, []) if isinstance(item, dict) and "command" in item]
+    return refs
+
+
 def _oracle_steps(cfg: TrainConfig, student: Policy) -> Provider:
     # every training task must declare its ground truth: a task without fails before rollouts
-    return OracleSteps({t.name: OracleSpec.from_metadata(t.metadata, str(t.path / "task.toml"))
+    return OracleSteps({t.name: OracleSpec.from_metadata(t.metadata, str(t.path / "task.toml"),
+                                                         reference_commands(t))
                         for t in find_tasks(cfg.tasks)})
+
+
+class TokenText:
+    """Each step's decoded tokens and where each token ends in that text
+    (``Trajectory.info["token_text"]``), for blame inside a command (estimators/inside.py)."""
+
+    def __init__(self, decode: Callable[[list[int]], str]):
+        self.decode = decode
+
+    def __call__(self, group: list[Trajectory]) -> None:
+        for t in group:
+            if t.tokens is not None:
+                ids = t.tokens.token_ids
+                t.info[TOKEN_TEXT] = [token_text(ids[a:b], self.decode)
+                                      for a, b in t.tokens.step_spans]
+
+
+def _token_text(cfg: TrainConfig, student: Policy) -> Provider:
+    tok = student.tokenizer
+    return TokenText(lambda ids: tok.decode(ids, skip_special_tokens=False))
 
 
 # need -> how to make its provider from the run's config and the student policy
 PROVIDERS: dict[str, Callable[[TrainConfig, Policy], Provider]] = {
     TEACHER_LOGPROBS: _teacher_logprobs,
     ORACLE_STEPS: _oracle_steps,
+    TOKEN_TEXT: _token_text,
 }
 
 
