@@ -76,3 +76,23 @@ def test_a_variant_of_depgpo_gets_its_own_share() -> None:
     text = "\n".join(ceiling_lines(cmp_["captured"], cmp_["captured_variants"]))
     assert ("- depgpo[negative=destroyers] − grpo: +0.500; "
             "**depgpo[negative=destroyers] captured: +1.000**") in text
+
+
+def test_the_ceiling_is_the_best_oracle_weighting() -> None:
+    # oracle 0.25, oracle[inside=true] 1.0 (final success): the variant is the ceiling.
+    # depgpo − grpo = [0, 1, 0, 0] -> 0.25; variant − grpo = [1, 1, 0, 1] -> 0.75 -> 1/3
+    runs = _runs({"grpo": [[0, 0, 1, 0]], "depgpo": [[0, 1, 1, 0]],
+                  "oracle": [[0, 0, 1, 0]], "oracle[inside=true]": [[1, 1, 1, 1]]})
+    cmp_ = compare(runs, n_boot=1000)
+    assert cmp_["ceiling_candidates"] == {"oracle": 0.25, "oracle[inside=true]": 1.0}
+    cap = cmp_["captured"]
+    assert cap["ceiling"] == "oracle[inside=true]"
+    assert cap["estimate"] == pytest.approx(1 / 3)
+    text = "\n".join(ceiling_lines(cap, None, cmp_["ceiling_candidates"]))
+    assert "- oracle[inside=true] − grpo: +0.750 [" in text
+    assert "best of the oracle's weightings run here (final success: oracle 0.250, " \
+           "oracle[inside=true] 1.000)" in text
+    # a tie keeps the plain oracle
+    tie = _runs({"grpo": [[0, 0]], "depgpo": [[1, 0]], "oracle": [[1, 1]],
+                 "oracle[negative=uniform]": [[1, 1]]})
+    assert compare(tie, n_boot=200)["captured"]["ceiling"] == "oracle"

@@ -9,9 +9,11 @@ from .stats import PairedDiff, _num
 
 
 def ceiling_lines(cap: dict[str, Any] | None,
-                  variants: dict[str, dict[str, Any]] | None = None) -> list[str]:
+                  variants: dict[str, dict[str, Any]] | None = None,
+                  candidates: dict[str, float] | None = None) -> list[str]:
     """Markdown lines (empty when the run lacks depgpo, grpo or oracle final evaluations);
-    ``variants``: the same share for each of the reference's variants, a line each."""
+    ``variants``: the same share for each of the reference's variants, a line each;
+    ``candidates``: each oracle weighting's final success, when the ceiling was the best."""
     if not cap:
         return []
     g = cap["ceiling_gain"]
@@ -24,7 +26,11 @@ def ceiling_lines(cap: dict[str, Any] | None,
              f"{ceil} − {floor} is what per-step credit can gain here, "
              f"captured = ({ref} − {floor}) / ({ceil} − {floor}) is the share {ref} gets "
              f"(final success, {cap['units']} episodes over {cap['seeds']} seed(s) paired "
-             "across the three; CI: the same paired bootstrap, ratio per resample).", "",
+             "across the three; CI: the same paired bootstrap, ratio per resample)."
+             + (" The ceiling is the best of the oracle's weightings run here (final success: "
+                + ", ".join(f"{a} {v:.3f}" for a, v in sorted(candidates.items())) + "), chosen "
+                "on the same episodes: that can only raise the ceiling and lower captured."
+                if candidates and len(candidates) > 1 else ""), "",
              f"- {ceil} − {floor}: {gain.text()} ({gain.verdict(ceil)}).",
              f"- {ref} − {floor}: {_num(cap['numerator'])} on the same episodes."]
     lines.append("- " + _captured(cap, "captured"))

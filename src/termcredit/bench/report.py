@@ -389,7 +389,8 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     if cmp_.get("ablations"):
         lines += ["", "## Variants (variant − its plain algorithm)", ""]
         lines += [f"- {e['sentence']}" for e in cmp_["ablations"].values()]
-    lines += ceiling_lines(cmp_.get("captured"), cmp_.get("captured_variants"))
+    lines += ceiling_lines(cmp_.get("captured"), cmp_.get("captured_variants"),
+                           cmp_.get("ceiling_candidates"))
     lines += efficiency_lines(doc.get("efficiency"), _md_table)
     lines += warm_lines(doc.get("warm_start"), _md_table)
     for title, (head, rows), none in (

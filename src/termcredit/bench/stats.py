@@ -269,11 +269,14 @@ def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
     ref_eps = [episode_stats(r.final) for r in runs[ref].values() if r.final]
     n = sum(e["episodes"] - e["infra_episodes"] for e in ref_eps)
     mdes = [e["final"]["mde"] for e in base.values() if e["final"]]
+    ceil, candidates = best_ceiling(runs)
     return {"reference": ref, "baselines": base, "ablations": abl, "n_boot": n_boot,
-            "captured": captured(runs, ref, n_boot=n_boot),
+            "captured": captured(runs, ref, ceiling=ceil, n_boot=n_boot),
             # the same share for each of the reference's variants (e.g. blame on destroyers)
             "captured_variants": {v: got for v in runs if is_variant(v, ref)
-                                  and (got := captured(runs, v, n_boot=n_boot)) is not None},
+                                  and (got := captured(runs, v, ceiling=ceil, n_boot=n_boot))
+                                  is not None},
+            "ceiling_candidates": candidates,
             "mde": {"formula": MDE_FORMULA, "apriori_formula": APRIORI_FORMULA,
                     "episodes_per_algorithm": n, "seeds": len(ref_eps),
                     "apriori_p05": apriori_mde(n) if n else None,
@@ -282,6 +285,21 @@ def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
 
 
 CEILING, FLOOR = "oracle", "grpo"
+
+
+def best_ceiling(runs: dict[str, dict[int, Run]]) -> tuple[str, dict[str, float]]:
+    """The ceiling: of ``oracle`` and its variants (its other ground-truth weightings), the
+    one with the highest final success (mean over seeds of each seed's mean); and each
+    candidate's. Chosen on the same episodes it is compared on, so it can only sit higher
+    than a ceiling fixed in advance, and ``captured`` lower. ``CEILING`` when none has a
+    final evaluation."""
+    means = {}
+    for algo, seeds in runs.items():
+        finals = [[float(e["success"]) for e in r.final if not e.get("infra")]
+                  for r in seeds.values() if r.final]
+        if plain(algo) == CEILING and finals and all(finals):
+            means[algo] = float(np.mean([np.mean(f) for f in finals]))
+    return (max(means, key=lambda a: (means[a], a == CEILING)) if means else CEILING), means
 
 
 def ratio_bootstrap(num: Sequence[Sequence[float]], den: Sequence[Sequence[float]],
