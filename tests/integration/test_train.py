@@ -53,7 +53,8 @@ def latest_model(run_dir: Path) -> str:
     return str(sorted((run_dir / "checkpoints").glob("step-*"))[-1] / "model")
 
 
-@pytest.mark.parametrize("algo", ["grpo", "gigpo", "adastep", "depgpo", "opd", "depgpo+opd"])
+@pytest.mark.parametrize("algo", ["grpo", "gigpo", "adastep", "depgpo", "opd", "depgpo+opd",
+                                  "depgpo[negative=errors,inside=true]"])
 def test_two_real_steps_change_the_weights(algo, policies, tmp_path):
     cfg = TrainConfig(algo=algo, model=policies["student"], tasks=[HELLO], group_size=4,
                       steps=2, lr=1e-3, seed=1, rollout=dict(ROLLOUT),
@@ -75,6 +76,13 @@ def test_two_real_steps_change_the_weights(algo, policies, tmp_path):
     assert len(tok["step_spans"]) == len(traj["steps"]) and traj["info"]["policy_version"] == 0
     if "opd" in algo:
         assert any(x != 0 for x in tok["teacher_logprobs"])
+    if "inside" in algo:  # the policy's tokenizer told where each sampled token ends
+        assert "estimator/inside_narrowed" in rows[0], rows[0]
+        texts = traj["info"]["token_text"]
+        assert len(texts) == len(traj["steps"])
+        for (a, b), entry in zip(tok["step_spans"], texts):
+            assert len(entry["ends"]) == b - a and entry["ends"] == sorted(entry["ends"])
+            assert not entry["ends"] or entry["ends"][-1] == len(entry["text"])
     if algo in ("gigpo", "adastep"):  # anchor groups per key, on the same rollouts
         keys = [f"estimator/anchor_groups/{k}" for k in ("state", "observation", "history")]
         assert all(rows[0][k] >= 1 for k in keys), rows[0]
