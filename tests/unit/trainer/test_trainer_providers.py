@@ -97,7 +97,7 @@ def test_a_need_without_a_provider_is_refused_naming_it() -> None:
     # (a config names a registered estimator: TrainConfig checks its spec when it is made)
     with pytest.raises(ValueError, match=r"^algo 'grpo' needs critic_values, which the trainer "
                                          r"cannot provide \(it provides oracle_steps, "
-                                         r"teacher_logprobs\)$"):
+                                         r"teacher_logprobs, token_text\)$"):
         providers_for({"critic_values"}, TrainConfig(algo="grpo"), None)
 
 
