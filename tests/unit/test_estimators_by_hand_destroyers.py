@@ -103,3 +103,14 @@ def test_destroyers_leaves_a_successful_destroyer_its_graph_credit() -> None:
 def test_the_spec_parser_takes_destroyers() -> None:
     assert parse_spec("depgpo[negative=destroyers]") == ("depgpo", {"negative": "destroyers"})
     assert estimators.build("depgpo", negative="destroyers").negative == "destroyers"
+
+
+def test_faults_blames_the_destroyer_and_the_step_that_failed() -> None:
+    # one_destroyer: step 2 deleted the stage, step 3 errored: f = [0, 0, 1, 1], Σn = 7,
+    # Σ n·f = 1 + 3 = 4 -> w = 7/4 on both
+    out = estimators.build("depgpo", negative="faults")([traj_a(), one_destroyer(), traj_c()])
+    w = -7 / 4 / R2
+    assert close(out.step_advantages[1], [0.0, 0.0, w, w], tol=1e-4)
+    # B has neither (nothing failed, nothing destroyed): its graph weights
+    out = estimators.build("depgpo", negative="faults")([traj_a(), traj_b(), traj_c()])
+    assert close(out.step_advantages[1], [0.0, -4 / 3 / R2, -4 / 3 / R2])

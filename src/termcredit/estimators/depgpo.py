@@ -9,7 +9,10 @@ How a negative Â_i (a failed episode) is spread, ``negative``:
   token-normalised like the graph's weights; graph weights where no command failed;
 - ``"destroyers"``: only over the steps that deleted, truncated, overwrote, moved away or
   unset something a later step needed (``depgpo/destroyers.py``), token-normalised likewise;
-  graph weights where no step did.
+  graph weights where no step did;
+- ``"faults"``: over both, the steps whose command failed and those that destroyed what a
+  later step needed: the oracle's blame (breaking commands and failed ones) as the trace
+  sees it; graph weights where there is neither.
 ``inside`` (default false): of a failed episode's errored commands that carry blame, only
 the tokens from where the command left every command that ran cleanly in its group keep it
 (``estimators/inside.py``); with ``negative = "errors"`` that is blame on the token that went
@@ -35,7 +38,7 @@ from ..depgpo.destroyers import destroyers
 from ..records import Trajectory
 from . import TOKEN_TEXT, EstimatorResult, register
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
-from .inside import clean_commands, narrow_failed
+from .inside import clean_commands, errored, narrow_failed
 
 
 def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
@@ -54,7 +57,7 @@ def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
     return stats
 
 
-NEGATIVE = ("graph", "uniform", "errors", "destroyers")
+NEGATIVE = ("graph", "uniform", "errors", "destroyers", "faults")
 
 
 def only_weights(sw: StepWeights, chosen: Sequence[bool]) -> list[float] | None:
@@ -69,21 +72,34 @@ def only_weights(sw: StepWeights, chosen: Sequence[bool]) -> list[float] | None:
     return [f * scale for f in flags]
 
 
+def _errored_steps(traj: Trajectory) -> set[int]:
+    return {s.index for s in traj.steps if errored(s)}
+
+
+def _destroyer_steps(traj: Trajectory, cfg: DepGPOConfig) -> set[int]:
+    """The steps that destroyed what a later step needed, from the trajectory's own analysis
+    (its dependencies) under ``cfg``."""
+    deps = analysis_of(traj, cfg).graph
+    return {deps.commands[c].index for c in destroyers(deps)}
+
+
 def error_weights(traj: Trajectory, sw: StepWeights) -> list[float] | None:
     """``only_weights`` on the steps whose command failed (exit status ≠ 0 or timed out)."""
-    by_index = {s.index: s for s in traj.steps}
-    return only_weights(sw, [by_index[i].command is not None
-                             and (by_index[i].command.exit_code != 0
-                                  or by_index[i].command.timed_out) for i in sw.steps])
+    bad = _errored_steps(traj)
+    return only_weights(sw, [i in bad for i in sw.steps])
 
 
 def destroyer_weights(traj: Trajectory, cfg: DepGPOConfig, sw: StepWeights
                       ) -> list[float] | None:
-    """``only_weights`` on the steps that destroyed what a later step needed, from the
-    trajectory's own analysis (its dependencies) under ``cfg``."""
-    deps = analysis_of(traj, cfg).graph
-    steps = {deps.commands[c].index for c in destroyers(deps)}
-    return only_weights(sw, [i in steps for i in sw.steps])
+    """``only_weights`` on the steps that destroyed what a later step needed."""
+    bad = _destroyer_steps(traj, cfg)
+    return only_weights(sw, [i in bad for i in sw.steps])
+
+
+def fault_weights(traj: Trajectory, cfg: DepGPOConfig, sw: StepWeights) -> list[float] | None:
+    """``only_weights`` on the steps that failed or destroyed what a later step needed."""
+    bad = _errored_steps(traj) | _destroyer_steps(traj, cfg)
+    return only_weights(sw, [i in bad for i in sw.steps])
 
 
 def check_floor(floor: float, who: str) -> float:
@@ -133,6 +149,8 @@ class DepGPO:
             return error_weights(traj, sw) or sw.w
         if self.negative == "destroyers":
             return destroyer_weights(traj, self.cfg, sw) or sw.w
+        if self.negative == "faults":
+            return fault_weights(traj, self.cfg, sw) or sw.w
         return sw.w
 
     def __call__(self, group: Group) -> EstimatorResult:
