@@ -36,3 +36,18 @@ def test_floor_by_hand(monkeypatch) -> None:
                for x, y in zip(got, w))
     with pytest.raises(ValueError, match=r"depgpo: floor must be in \[0, 1\]"):
         estimators.build("depgpo", floor=-0.1)
+
+
+def test_positive_uniform_by_hand(monkeypatch) -> None:
+    # Â = [+1, −1]; graph weights [0, 2] and [1.5, 0.5]; positive=uniform: the solved one
+    # gets [1, 1], the failed one keeps its graph blame [−1.5, −0.5]
+    est = estimators.build("depgpo", positive="uniform")
+    given = {0: _weights((0.0, 2.0)), 1: _weights((1.5, 0.5))}
+    group = [_traj(1.0, 2), _traj(0.0, 2)]
+    monkeypatch.setattr(est, "step_weights", lambda t: given[group.index(t)])
+    out = est(group)
+    want = [[1.0, 1.0], [-1.5, -0.5]]
+    assert all(math.isclose(x, y, rel_tol=1e-5) for got, w in zip(out.step_advantages, want)
+               for x, y in zip(got, w))
+    with pytest.raises(ValueError, match="depgpo: positive must be one of 'graph', 'uniform'"):
+        estimators.build("depgpo", positive="errors")

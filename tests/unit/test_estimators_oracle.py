@@ -166,3 +166,16 @@ def test_a_floor_mixes_grpos_unit_weight_into_every_step() -> None:
     close(estimators.build("oracle", floor=1.0)(group()).step_advantages[0], [R2] * 4)  # GRPO
     with pytest.raises(ValueError, match=r"floor must be in \[0, 1\]"):
         estimators.build("oracle", floor=1.5)
+
+
+def test_positive_uniform_gives_solved_episodes_grpo_weights() -> None:
+    # A (solved) gets Â = √2 on every step instead of [0, 1.5, 1.5, 1]·√2; B keeps its blame
+    # [0, 4/3, 4/3]·(−1/√2) and C its unit weights
+    out = estimators.build("oracle", positive="uniform")(group())
+    a, b, c = out.step_advantages
+    close(a, [R2] * 4)
+    close(b, [0.0, -4 / 3 / R2, -4 / 3 / R2])
+    close(c, [-1 / R2] * 2)
+    with pytest.raises(ValueError, match="oracle: positive must be one of 'necessary', "
+                                         "'uniform', not 'all'"):
+        estimators.build("oracle", positive="all")

@@ -13,6 +13,10 @@ How a negative Â_i (a failed episode) is spread, ``negative``:
 - ``"faults"``: over both, the steps whose command failed and those that destroyed what a
   later step needed: the oracle's blame (breaking commands and failed ones) as the trace
   sees it; graph weights where there is neither.
+``positive`` (``"graph"``, default, or ``"uniform"``): how a positive Â_i (a solved episode)
+is spread: by the graph's credit, or by GRPO's unit weights, so that credit only places blame
+(on the horizon tier, withholding reinforcement from a solved episode's unnecessary but
+well-formed steps let the tiny policy's commands drift: docs/credit-tier.md).
 ``inside`` (default false): of a failed episode's errored commands that carry blame, only
 the tokens from where the command left every command that ran cleanly in its group keep it
 (``estimators/inside.py``); with ``negative = "errors"`` that is blame on the token that went
@@ -58,6 +62,7 @@ def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
 
 
 NEGATIVE = ("graph", "uniform", "errors", "destroyers", "faults")
+POSITIVE = ("graph", "uniform")
 
 
 def only_weights(sw: StepWeights, chosen: Sequence[bool]) -> list[float] | None:
@@ -118,10 +123,14 @@ class DepGPO:
     def __init__(self, beta: float = 0.5, subtract_min: bool = True, std: bool = True,
                  diff_rewrites: str = "if-read", untraced_weight: float = 1.0,
                  eps: float = 1e-6, negative: str = "graph", floor: float = 0.0,
-                 inside: bool = False):
+                 inside: bool = False, positive: str = "graph"):
         if negative not in NEGATIVE:
             raise ValueError(f"depgpo: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
+        if positive not in POSITIVE:
+            raise ValueError(f"depgpo: positive must be one of {', '.join(map(repr, POSITIVE))},"
+                             f" not {positive!r}")
+        self.positive = positive
         self.negative, self.floor = negative, check_floor(floor, "depgpo")
         self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
                                 untraced_weight=untraced_weight)
@@ -141,6 +150,10 @@ class DepGPO:
         dependencies its episode built as it ran, where it kept them)."""
         return analysis_of(traj, self.cfg).weights
 
+    def _credit(self, sw: StepWeights) -> Sequence[float]:
+        """The weights a solved (Â ≥ 0) trajectory's advantage is spread by."""
+        return [1.0] * len(sw.w) if self.positive == "uniform" else sw.w
+
     def _blame(self, traj: Trajectory, sw: StepWeights) -> Sequence[float]:
         """The weights a failed trajectory's negative advantage is spread by."""
         if self.negative == "uniform":
@@ -156,7 +169,8 @@ class DepGPO:
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.step_weights(t) for t in group]
-        per_step = [[a * w for w in with_floor(self._blame(t, sw) if a < 0 else sw.w, self.floor)]
+        per_step = [[a * w for w in with_floor(self._blame(t, sw) if a < 0 else
+                                               self._credit(sw), self.floor)]
                     for t, sw, a in zip(group, weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))

@@ -110,6 +110,17 @@ def _labels(traj: Trajectory) -> dict[str, set[int]]:
 # ones and those that failed), or GRPO's unit weights (which tells whether concentrated
 # blame, not the credit on solved episodes, is what the oracle's learning gets from it)
 NEGATIVE = ("blame", "uniform")
+# and a solved one's: on the necessary commands that ran cleanly, or GRPO's unit weights (the
+# ground truth then only places blame)
+POSITIVE = ("necessary", "uniform")
+
+
+def _unit(traj: Trajectory, why: str) -> StepWeights:
+    """GRPO's unit weights, as a fallback for ``why``."""
+    ones = (1.0,) * len(traj.steps)
+    return StepWeights(tuple(s.index for s in traj.steps), (None,) * len(traj.steps), ones, ones,
+                       tuple(step_token_counts(traj)), tuple(() for _ in traj.steps), why,
+                       frozenset())
 
 
 @register("oracle")
@@ -118,10 +129,14 @@ class Oracle:
 
     def __init__(self, subtract_min: bool = True, untraced_weight: float = 1.0,
                  std: bool = True, eps: float = 1e-6, negative: str = "blame",
-                 floor: float = 0.0, inside: bool = False):
+                 floor: float = 0.0, inside: bool = False, positive: str = "necessary"):
         if negative not in NEGATIVE:
             raise ValueError(f"oracle: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
+        if positive not in POSITIVE:
+            raise ValueError(f"oracle: positive must be one of {', '.join(map(repr, POSITIVE))},"
+                             f" not {positive!r}")
+        self.positive = positive
         self.subtract_min, self.untraced_weight = subtract_min, untraced_weight
         self.std, self.eps, self.negative = std, eps, negative
         self.floor = check_floor(floor, "oracle")  # as DepGPO's (estimators/depgpo.py)
@@ -141,7 +156,10 @@ class Oracle:
                            frozenset(hot))
 
     def step_weights(self, traj: Trajectory) -> StepWeights:
-        """Credit on the necessary commands that ran cleanly."""
+        """Credit on the necessary commands that ran cleanly (``positive = "uniform"``:
+        GRPO's unit weights)."""
+        if self.positive == "uniform":
+            return _unit(traj, "uniform")
         return self._weights(traj, _labels(traj)["necessary"])
 
     def blame_weights(self, traj: Trajectory) -> StepWeights:
@@ -152,10 +170,7 @@ class Oracle:
         if self.negative == "uniform":
             hot = set()
         if not hot:  # an omission: nothing present is at fault
-            ones = (1.0,) * len(traj.steps)
-            return StepWeights(tuple(s.index for s in traj.steps), (None,) * len(traj.steps),
-                               ones, ones, tuple(step_token_counts(traj)),
-                               tuple(() for _ in traj.steps), "omission", frozenset())
+            return _unit(traj, "omission")
         return self._weights(traj, hot)
 
     def __call__(self, group: Group) -> EstimatorResult:
