@@ -23,17 +23,22 @@ def _weights(w: tuple[float, ...]) -> StepWeights:
                        frozenset())
 
 
-def test_floor_by_hand(monkeypatch) -> None:
-    # rewards [1, 0]: mean 0.5, population std 0.5 -> Â = [+1, −1] (up to eps); graph weights
-    # [0, 2] and [1.5, 0.5]; floor 0.25: w' = 0.25 + 0.75·w -> [0.25, 1.75] and [1.375, 0.625]
-    est = estimators.build("depgpo", floor=0.25)
+def assert_two_steps(monkeypatch, est, want: list[list[float]]) -> None:
+    """``est`` on [solved, failed], two steps each, with graph weights [0, 2] and [1.5, 0.5]:
+    its step advantages are ``want``."""
     given = {0: _weights((0.0, 2.0)), 1: _weights((1.5, 0.5))}
     group = [_traj(1.0, 2), _traj(0.0, 2)]
     monkeypatch.setattr(est, "step_weights", lambda t: given[group.index(t)])
     out = est(group)
-    want = [[0.25, 1.75], [-1.375, -0.625]]
     assert all(math.isclose(x, y, rel_tol=1e-5) for got, w in zip(out.step_advantages, want)
-               for x, y in zip(got, w))
+               for x, y in zip(got, w)), out.step_advantages
+
+
+def test_floor_by_hand(monkeypatch) -> None:
+    # rewards [1, 0]: mean 0.5, population std 0.5 -> Â = [+1, −1] (up to eps); graph weights
+    # [0, 2] and [1.5, 0.5]; floor 0.25: w' = 0.25 + 0.75·w -> [0.25, 1.75] and [1.375, 0.625]
+    assert_two_steps(monkeypatch, estimators.build("depgpo", floor=0.25),
+                     [[0.25, 1.75], [-1.375, -0.625]])
     with pytest.raises(ValueError, match=r"depgpo: floor must be in \[0, 1\]"):
         estimators.build("depgpo", floor=-0.1)
 
@@ -41,13 +46,7 @@ def test_floor_by_hand(monkeypatch) -> None:
 def test_positive_uniform_by_hand(monkeypatch) -> None:
     # Â = [+1, −1]; graph weights [0, 2] and [1.5, 0.5]; positive=uniform: the solved one
     # gets [1, 1], the failed one keeps its graph blame [−1.5, −0.5]
-    est = estimators.build("depgpo", positive="uniform")
-    given = {0: _weights((0.0, 2.0)), 1: _weights((1.5, 0.5))}
-    group = [_traj(1.0, 2), _traj(0.0, 2)]
-    monkeypatch.setattr(est, "step_weights", lambda t: given[group.index(t)])
-    out = est(group)
-    want = [[1.0, 1.0], [-1.5, -0.5]]
-    assert all(math.isclose(x, y, rel_tol=1e-5) for got, w in zip(out.step_advantages, want)
-               for x, y in zip(got, w))
+    assert_two_steps(monkeypatch, estimators.build("depgpo", positive="uniform"),
+                     [[1.0, 1.0], [-1.5, -0.5]])
     with pytest.raises(ValueError, match="depgpo: positive must be one of 'graph', 'uniform'"):
         estimators.build("depgpo", positive="errors")
