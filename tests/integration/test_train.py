@@ -123,3 +123,36 @@ def test_resume_after_kill_loses_nothing(policies, tmp_path):
     assert steps == [0, 1, 2]  # each step once: nothing lost, nothing repeated
     assert (run_dir / "checkpoints" / "step-000002" / "model").is_dir()
     assert list((run_dir / "tb").glob("events.out.tfevents.*"))
+
+
+def test_sigterm_mid_run_leaves_no_container_and_keeps_finished_steps(policies, tmp_path):
+    """`kill` (SIGTERM, what a scheduler or `timeout` sends) while a training run holds
+    sandboxes: it exits as after Ctrl-C, its pools closed, its finished steps kept."""
+    import docker
+
+    from termcredit.sandbox.owner import LABEL_OWNER, owner_token
+
+    run_dir = tmp_path / "run"
+    cfg_file = tmp_path / "small.toml"
+    cfg_file.write_text("[rollout]\nmax_turns = 2\nmax_new_tokens = 24\ncommand_timeout = 10.0\n")
+    proc = subprocess.Popen([sys.executable, "-m", "termcredit.cli", "train", "--algo", "grpo",
+                             "--model", policies["student"], "--task", HELLO, "--group-size",
+                             "2", "--steps", "50", "--seed", "3", "--out", str(run_dir),
+                             "--config", str(cfg_file)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    owner = owner_token(proc.pid)
+    client = docker.from_env()
+
+    def mine() -> list:
+        return client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})
+
+    deadline = time.time() + 600
+    while time.time() < deadline and not (list((run_dir / "checkpoints").glob("step-*"))
+                                          and mine()):
+        time.sleep(0.2)
+    assert mine(), "the run never held a sandbox after its first step"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 130  # as after Ctrl-C
+    assert mine() == []
+    done = [json.loads(ln)["step"] for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert done and done == list(range(len(done)))  # every finished step, once

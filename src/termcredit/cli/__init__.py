@@ -6,6 +6,8 @@ function that adds its parser; tasks, view and audit add theirs from their own p
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 
 from rich.text import Text
 
@@ -43,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ..sandbox import EngineError, ImageBuildError
@@ -52,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     from ..tasks import TaskError
     from ..trainer.config import ConfigError
 
+    # SIGTERM (kill, a scheduler, `timeout`) ends a verb as Ctrl-C does: through its
+    # `finally`s, so its sandboxes and pools close and what it finished stays written
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     try:
         return args.func(args)
     except (TaskError, ImageBuildError, EngineError, TraceError, TrialError, RenderError,
@@ -60,3 +70,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    finally:
+        if main_thread and old is not None:
+            signal.signal(signal.SIGTERM, old)
