@@ -50,3 +50,12 @@ def test_positive_uniform_by_hand(monkeypatch) -> None:
                      [[1.0, 1.0], [-1.5, -0.5]])
     with pytest.raises(ValueError, match="depgpo: positive must be one of 'graph', 'uniform'"):
         estimators.build("depgpo", positive="errors")
+
+
+def test_scale_peak_by_hand(monkeypatch) -> None:
+    # weights over their largest: [0, 2] -> [0, 1]; [1.5, 0.5] -> [1, 1/3]; with floor 0.5
+    # after it: [0.5, 1] and [1, 2/3]
+    assert_two_steps(monkeypatch, estimators.build("depgpo", scale="peak"),
+                     [[0.0, 1.0], [-1.0, -1 / 3]])
+    assert_two_steps(monkeypatch, estimators.build("depgpo", scale="peak", floor=0.5),
+                     [[0.5, 1.0], [-1.0, -2 / 3]])

@@ -179,3 +179,15 @@ def test_positive_uniform_gives_solved_episodes_grpo_weights() -> None:
     with pytest.raises(ValueError, match="oracle: positive must be one of 'necessary', "
                                          "'uniform', not 'all'"):
         estimators.build("oracle", positive="all")
+
+
+def test_scale_peak_caps_every_weight_at_grpos() -> None:
+    # each trajectory's weights over their largest: A [0, 1.5, 1.5, 1] -> [0, 1, 1, 2/3],
+    # B [0, 4/3, 4/3] -> [0, 1, 1], C [1, 1] as it is
+    out = estimators.build("oracle", scale="peak")(group())
+    a, b, c = out.step_advantages
+    close(a, [0.0, R2, R2, R2 * 2 / 3])
+    close(b, [0.0, -1 / R2, -1 / R2])
+    close(c, [-1 / R2] * 2)
+    with pytest.raises(ValueError, match="oracle: scale must be one of 'tokens', 'peak'"):
+        estimators.build("oracle", scale="max")

@@ -21,6 +21,11 @@ well-formed steps let the tiny policy's commands drift: docs/credit-tier.md).
 the tokens from where the command left every command that ran cleanly in its group keep it
 (``estimators/inside.py``); with ``negative = "errors"`` that is blame on the token that went
 wrong, not on the well-formed prefix around it.
+``scale`` (``"tokens"``, default, or ``"peak"``): the graph's weights keep the token-weighted
+mean at Â (Σ n_t w_t = Σ n_t), so credit on few tokens is credit multiplied (blame on one
+command of nine: about nine times Â on each of its tokens); ``"peak"`` divides each
+trajectory's weights by their largest, so no token gets more than GRPO's |Â|: credit then
+removes advantage from steps, never moves it onto others.
 ``floor`` (0 to 1; default 0): every weight becomes floor + (1 − floor)·w, GRPO's unit weight
 mixed in, so each step of an episode keeps that share of its advantage whatever its credit
 (the token-weighted mean stays Â: both weightings have token-weighted mean 1). On the horizon
@@ -63,6 +68,7 @@ def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
 
 NEGATIVE = ("graph", "uniform", "errors", "destroyers", "faults")
 POSITIVE = ("graph", "uniform")
+SCALE = ("tokens", "peak")
 
 
 def only_weights(sw: StepWeights, chosen: Sequence[bool]) -> list[float] | None:
@@ -118,19 +124,35 @@ def with_floor(weights: Sequence[float], floor: float) -> list[float]:
     return [floor + (1.0 - floor) * w for w in weights]
 
 
+def check_scale(scale: str, who: str) -> str:
+    if scale not in SCALE:
+        raise ValueError(f"{who}: scale must be one of {', '.join(map(repr, SCALE))}, "
+                         f"not {scale!r}")
+    return scale
+
+
+def scaled(weights: Sequence[float], scale: str) -> list[float]:
+    """``weights`` as they are (``"tokens"``) or divided by their largest (``"peak"``; see the
+    module doc); all-zero weights stay zero."""
+    top = max(weights, default=0.0)
+    if scale == "tokens" or not top > 0:
+        return list(weights)
+    return [w / top for w in weights]
+
+
 @register("depgpo")
 class DepGPO:
     def __init__(self, beta: float = 0.5, subtract_min: bool = True, std: bool = True,
                  diff_rewrites: str = "if-read", untraced_weight: float = 1.0,
                  eps: float = 1e-6, negative: str = "graph", floor: float = 0.0,
-                 inside: bool = False, positive: str = "graph"):
+                 inside: bool = False, positive: str = "graph", scale: str = "tokens"):
         if negative not in NEGATIVE:
             raise ValueError(f"depgpo: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
         if positive not in POSITIVE:
             raise ValueError(f"depgpo: positive must be one of {', '.join(map(repr, POSITIVE))},"
                              f" not {positive!r}")
-        self.positive = positive
+        self.positive, self.scale = positive, check_scale(scale, "depgpo")
         self.negative, self.floor = negative, check_floor(floor, "depgpo")
         self.cfg = DepGPOConfig(beta=beta, subtract_min=subtract_min, diff_rewrites=diff_rewrites,
                                 untraced_weight=untraced_weight)
@@ -169,8 +191,8 @@ class DepGPO:
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.step_weights(t) for t in group]
-        per_step = [[a * w for w in with_floor(self._blame(t, sw) if a < 0 else
-                                               self._credit(sw), self.floor)]
+        per_step = [[a * w for w in with_floor(scaled(self._blame(t, sw) if a < 0 else
+                                                      self._credit(sw), self.scale), self.floor)]
                     for t, sw, a in zip(group, weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))

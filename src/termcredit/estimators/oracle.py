@@ -40,7 +40,7 @@ from typing import Any
 from ..depgpo import StepWeights, step_weights
 from ..records import Step, Trajectory, step_token_counts
 from . import ORACLE_STEPS, TOKEN_TEXT, EstimatorResult, register
-from .depgpo import check_floor, summarize_weights, with_floor
+from .depgpo import check_floor, check_scale, scaled, summarize_weights, with_floor
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
 from .inside import errored, narrow_failed
 
@@ -129,14 +129,15 @@ class Oracle:
 
     def __init__(self, subtract_min: bool = True, untraced_weight: float = 1.0,
                  std: bool = True, eps: float = 1e-6, negative: str = "blame",
-                 floor: float = 0.0, inside: bool = False, positive: str = "necessary"):
+                 floor: float = 0.0, inside: bool = False, positive: str = "necessary",
+                 scale: str = "tokens"):
         if negative not in NEGATIVE:
             raise ValueError(f"oracle: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
         if positive not in POSITIVE:
             raise ValueError(f"oracle: positive must be one of {', '.join(map(repr, POSITIVE))},"
                              f" not {positive!r}")
-        self.positive = positive
+        self.positive, self.scale = positive, check_scale(scale, "oracle")  # as DepGPO's
         self.subtract_min, self.untraced_weight = subtract_min, untraced_weight
         self.std, self.eps, self.negative = std, eps, negative
         self.floor = check_floor(floor, "oracle")  # as DepGPO's (estimators/depgpo.py)
@@ -177,7 +178,7 @@ class Oracle:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.blame_weights(t) if a < 0 else self.step_weights(t)
                    for t, a in zip(group, adv_hat)]
-        per_step = [[a * w for w in with_floor(sw.w, self.floor)]
+        per_step = [[a * w for w in with_floor(scaled(sw.w, self.scale), self.floor)]
                     for sw, a in zip(weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
