@@ -2,7 +2,7 @@
 
 Every place that reads shell text parses it here, never by splitting on characters: DepGPO's
 shell-name uses (depgpo/shellvars.py), refine's background-job test (``backgrounds``), the
-solve.sh splitter (bench/split.py, through ``complete``) and the Terminal-Bench importer's
+solve.sh splitter (tasks/split.py, through ``complete``) and the Terminal-Bench importer's
 rewrite of run-tests.sh (tasktools/tb_shell.py). Text is parsed as UTF-8 with surrogate escapes
 (a command keeps its bytes, rawtext.py), so a node's text decodes back to the same string.
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from termcredit.bench.split import split_commands
+from termcredit.tasks.split import split_commands
 from termcredit.shellsyntax import backgrounds, complete, parse, text_of, walk
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "termcredit"

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from termcredit.bench.split import split_commands
+from termcredit.tasks.split import split_commands
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 

@@ -37,7 +37,7 @@ from ..harness.backend import BackendSettings
 from ..harness.runner import RunnerSettings, TrialRunner
 from ..records import TrialResult
 from ..tasks import Task, find_tasks, load_task
-from .split import split_commands
+from ..tasks.split import split_commands
 
 
 @dataclass

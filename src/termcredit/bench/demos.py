@@ -19,7 +19,7 @@ import re
 
 from ..tasks import Task
 from ..trainer.sft import Demo
-from .split import split_commands
+from ..tasks.split import split_commands
 
 EXPLORE = "find /app -maxdepth 2 -type f"  # a look around: reads nothing the work needs
 DISTRACT = "echo checking > /tmp/debug.log"  # a stray write nothing inspects

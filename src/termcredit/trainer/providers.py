@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
-from ..bench.split import split_commands
+from ..tasks.split import split_commands
 from ..estimators import ORACLE_STEPS, TEACHER_LOGPROBS, TOKEN_TEXT
 from ..estimators.inside import token_text
 from ..estimators.oracle import INFO_KEY, OracleSpec, label_steps
