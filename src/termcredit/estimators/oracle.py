@@ -28,6 +28,9 @@ the estimator reads nothing but the rollout records. Per trajectory:
 Both go through DepGPO's own ``step_weights`` (subtract the minimum, token-normalise, fall
 back to unit weights on tied credits) and A_{i,t} = Â_i · w_t spread over the step's loss
 tokens (``broadcast``), exactly as the `depgpo` estimator applies its graph's credit.
+DepGPO's shaping settings apply the same way: ``floor``, ``scale``, ``positive = "uniform"``
+(GRPO's weights on solved episodes) and ``inside`` (blame inside a failed command, measured
+against the task's own commands: ``OracleSpec.references``).
 """
 
 from __future__ import annotations
