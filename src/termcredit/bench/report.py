@@ -16,6 +16,7 @@ from ..jsonl import read_jsonl
 from ..trialdir import TrialPaths, load_trajectory
 from . import stats as stats_
 from .blame import blame_lines, blame_split, rollout_trials, tally
+from .by_task import by_task_lines, task_diffs
 from .ceiling import ceiling_lines
 from .efficiency import bench_efficiency, efficiency_lines
 from .warm_compare import warm_comparison, warm_lines
@@ -238,7 +239,8 @@ def write_report(out: Path, cfg: Any = None, n_boot: int = stats_.N_BOOT) -> dic
     start = out / "start" / "start-stats.json"
     doc = {"config": asdict(cfg), "hardware": _hardware(), **_shared_seconds(out),
            "seeds": cfg.seeds, "evaluation": eval_kind(cfg), "algorithms": summary,
-           "comparisons": compare(runs, n_boot=n_boot),
+           "comparisons": {**compare(runs, n_boot=n_boot),
+                           "by_task": task_diffs(runs, n_boot=n_boot)},
            "start": json.loads(start.read_text()) if start.is_file() else None,
            "depgpo_blame": _blame(out, cfg.algos),
            "efficiency": bench_efficiency(out, cfg.algos, cfg.seeds, cfg.tasks),
@@ -391,6 +393,7 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
         lines += [f"- {e['sentence']}" for e in cmp_["ablations"].values()]
     lines += ceiling_lines(cmp_.get("captured"), cmp_.get("captured_variants"),
                            cmp_.get("ceiling_candidates"))
+    lines += by_task_lines(cmp_.get("by_task") or {})
     lines += efficiency_lines(doc.get("efficiency"), _md_table)
     lines += warm_lines(doc.get("warm_start"), _md_table)
     for title, (head, rows), none in (
