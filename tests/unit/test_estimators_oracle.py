@@ -176,6 +176,10 @@ def test_positive_uniform_gives_solved_episodes_grpo_weights() -> None:
     close(a, [R2] * 4)
     close(b, [0.0, -4 / 3 / R2, -4 / 3 / R2])
     close(c, [-1 / R2] * 2)
+    # the statistics describe the credit, not the choice: only C (an omission) fell back
+    assert out.stats["fallback_rate"] == pytest.approx(1 / 3)
+    assert set(k for k in out.stats if k.startswith("fallback/")) == {"fallback/none",
+                                                                      "fallback/omission"}
     with pytest.raises(ValueError, match="oracle: positive must be one of 'necessary', "
                                          "'uniform', not 'all'"):
         estimators.build("oracle", positive="all")

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable
 
-from ..estimators.oracle import INFO_KEY, OracleSpec, errored, label_steps
+from ..estimators.inside import errored
+from ..estimators.oracle import INFO_KEY, OracleSpec, label_steps
 from ..estimators.rewards import reward_of
 from ..harness.infra import is_infra
 from ..records import Trajectory

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from ..estimators.oracle import errored
+from ..estimators.inside import errored
 from ..estimators.rewards import training_reward
 from ..jsonl import write_jsonl
 from ..refine.dataset import demo_of

@@ -47,7 +47,7 @@ from ..depgpo.destroyers import destroyers
 from ..records import Trajectory
 from . import TOKEN_TEXT, EstimatorResult, register
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
-from .inside import clean_commands, errored, narrow_failed
+from .inside import clean_commands, errored_steps, narrow_failed
 
 
 def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
@@ -83,10 +83,6 @@ def only_weights(sw: StepWeights, chosen: Sequence[bool]) -> list[float] | None:
     return [f * scale for f in flags]
 
 
-def _errored_steps(traj: Trajectory) -> set[int]:
-    return {s.index for s in traj.steps if errored(s)}
-
-
 def _destroyer_steps(traj: Trajectory, cfg: DepGPOConfig) -> set[int]:
     """The steps that destroyed what a later step needed, from the trajectory's own analysis
     (its dependencies) under ``cfg``."""
@@ -96,7 +92,7 @@ def _destroyer_steps(traj: Trajectory, cfg: DepGPOConfig) -> set[int]:
 
 def error_weights(traj: Trajectory, sw: StepWeights) -> list[float] | None:
     """``only_weights`` on the steps whose command failed (exit status ≠ 0 or timed out)."""
-    bad = _errored_steps(traj)
+    bad = errored_steps(traj)
     return only_weights(sw, [i in bad for i in sw.steps])
 
 
@@ -109,7 +105,7 @@ def destroyer_weights(traj: Trajectory, cfg: DepGPOConfig, sw: StepWeights
 
 def fault_weights(traj: Trajectory, cfg: DepGPOConfig, sw: StepWeights) -> list[float] | None:
     """``only_weights`` on the steps that failed or destroyed what a later step needed."""
-    bad = _errored_steps(traj) | _destroyer_steps(traj, cfg)
+    bad = errored_steps(traj) | _destroyer_steps(traj, cfg)
     return only_weights(sw, [i in bad for i in sw.steps])
 
 
@@ -138,6 +134,11 @@ def scaled(weights: Sequence[float], scale: str) -> list[float]:
     if scale == "tokens" or not top > 0:
         return list(weights)
     return [w / top for w in weights]
+
+
+def shaped(weights: Sequence[float], scale: str, floor: float) -> list[float]:
+    """The weights an advantage is multiplied by: ``scale`` first, then ``floor``."""
+    return with_floor(scaled(weights, scale), floor)
 
 
 @register("depgpo")
@@ -191,8 +192,8 @@ class DepGPO:
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.step_weights(t) for t in group]
-        per_step = [[a * w for w in with_floor(scaled(self._blame(t, sw) if a < 0 else
-                                                      self._credit(sw), self.scale), self.floor)]
+        per_step = [[a * w for w in shaped(self._blame(t, sw) if a < 0 else self._credit(sw),
+                                           self.scale, self.floor)]
                     for t, sw, a in zip(group, weights, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))

@@ -36,11 +36,20 @@ def errored(step: Step) -> bool:
     return cmd is not None and (cmd.exit_code != 0 or cmd.timed_out)
 
 
+def ran_cleanly(step: Step) -> bool:
+    """A command that exited 0 and did not time out."""
+    return step.command is not None and not errored(step)
+
+
+def errored_steps(traj: Trajectory) -> set[int]:
+    """The indices of ``traj``'s steps whose command errored."""
+    return {s.index for s in traj.steps if errored(s)}
+
+
 def clean_commands(group: Iterable[Trajectory]) -> set[str]:
-    """The commands that ran cleanly (exit 0, not timed out) anywhere in ``group``: the
-    references DepGPO blames inside against, what the policy itself got right."""
-    return {s.command.command for t in group for s in t.steps
-            if s.command is not None and not errored(s)}
+    """The commands that ran cleanly anywhere in ``group``: the references DepGPO blames
+    inside against, what the policy itself got right."""
+    return {s.command.command for t in group for s in t.steps if ran_cleanly(s)}
 
 
 def fault_at(command: str, references: Iterable[str]) -> int | None:

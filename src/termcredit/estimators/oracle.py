@@ -43,11 +43,9 @@ from typing import Any
 from ..depgpo import StepWeights, step_weights
 from ..records import Step, Trajectory, step_token_counts
 from . import ORACLE_STEPS, TOKEN_TEXT, EstimatorResult, register
-from .depgpo import check_floor, check_scale, scaled, summarize_weights, with_floor
+from .depgpo import check_floor, check_scale, shaped, summarize_weights
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
-from .inside import errored, narrow_failed
-
-__all__ = ["INFO_KEY", "LABELS", "Oracle", "OracleSpec", "errored", "label_steps"]
+from .inside import errored_steps, narrow_failed, ran_cleanly
 
 # Trajectory.info[INFO_KEY] = {"necessary": [...], "breaking": [...], "references": [...]}
 INFO_KEY = "oracle"
@@ -83,11 +81,6 @@ class OracleSpec:
             raise ValueError(f"{where}: [metadata.oracle]: {exc}") from exc
 
 
-def _ran_cleanly(step: Step) -> bool:
-    cmd = step.command
-    return cmd is not None and cmd.exit_code == 0 and not cmd.timed_out
-
-
 def label_steps(traj: Trajectory, spec: OracleSpec) -> dict[str, list]:
     """Step indices whose command matches a necessary pattern and ran cleanly, and those
     whose command matches a breaking pattern (whatever its exit status: it ran); and the
@@ -96,7 +89,7 @@ def label_steps(traj: Trajectory, spec: OracleSpec) -> dict[str, list]:
         return s.command is not None and any(p.search(s.command.command) for p in patterns)
 
     return {"necessary": [s.index for s in traj.steps
-                          if _ran_cleanly(s) and hits(spec.necessary, s)],
+                          if ran_cleanly(s) and hits(spec.necessary, s)],
             "breaking": [s.index for s in traj.steps if hits(spec.breaking, s)],
             "references": list(spec.references)}
 
@@ -160,17 +153,14 @@ class Oracle:
                            frozenset(hot))
 
     def step_weights(self, traj: Trajectory) -> StepWeights:
-        """Credit on the necessary commands that ran cleanly (``positive = "uniform"``:
-        GRPO's unit weights)."""
-        if self.positive == "uniform":
-            return _unit(traj, "uniform")
+        """Credit on the necessary commands that ran cleanly."""
         return self._weights(traj, _labels(traj)["necessary"])
 
     def blame_weights(self, traj: Trajectory) -> StepWeights:
         """Blame on the breaking commands and on the commands that failed (``negative =
         "uniform"``: GRPO's unit weights, the ground truth used on solved episodes only)."""
         lab = _labels(traj)
-        hot = lab["breaking"] | {s.index for s in traj.steps if errored(s)}
+        hot = lab["breaking"] | errored_steps(traj)
         if self.negative == "uniform":
             hot = set()
         if not hot:  # an omission: nothing present is at fault
@@ -181,8 +171,12 @@ class Oracle:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)
         weights = [self.blame_weights(t) if a < 0 else self.step_weights(t)
                    for t, a in zip(group, adv_hat)]
-        per_step = [[a * w for w in with_floor(scaled(sw.w, self.scale), self.floor)]
-                    for sw, a in zip(weights, adv_hat)]
+        # ``positive = "uniform"``: a solved one gets GRPO's unit weights; its credit is still
+        # what the statistics describe, as DepGPO's are
+        applied = [[1.0] * len(sw.w) if a >= 0 and self.positive == "uniform" else sw.w
+                   for sw, a in zip(weights, adv_hat)]
+        per_step = [[a * w for w in shaped(ws, self.scale, self.floor)]
+                    for ws, a in zip(applied, adv_hat)]
         stats = summarize_weights(weights)
         stats["zero_advantage_group"] = float(is_zero_advantage(adv_hat))
         advantages = [broadcast(t, s) for t, s in zip(group, per_step)]

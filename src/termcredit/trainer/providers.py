@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol
 
-from ..tasks.split import split_commands
 from ..estimators import ORACLE_STEPS, TEACHER_LOGPROBS, TOKEN_TEXT
 from ..estimators.inside import token_text
 from ..estimators.oracle import INFO_KEY, OracleSpec, label_steps
 from ..records import Trajectory
 from ..tasks import Task, find_tasks
+from ..tasks.split import split_commands
 from .config import TrainConfig
 from .policy import Policy, check_same_tokenizer, load_policy
 
