@@ -11,16 +11,18 @@ import pytest
 
 from termcredit.bench.decoy_demos import MIX, decoy_demos
 from termcredit.bench.demos import oracle_commands
-from termcredit.bench.protocol import HORIZON_TASKS
+from termcredit.bench.protocol import CHOICES_TASKS, HORIZON_TASKS
 from termcredit.estimators.oracle import OracleSpec, label_steps
 from termcredit.tasks import load_task
 from termcredit.trialdir import load_trajectory
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# every task that declares decoys: the horizon tier's and the choices tier's
+DECOY_TASKS = sorted(set(HORIZON_TASKS) | set(CHOICES_TASKS))
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("name", HORIZON_TASKS)
+@pytest.mark.parametrize("name", DECOY_TASKS)
 def test_demos_score_as_designed_and_are_labelled(name: str, tmp_path, base_ref) -> None:
     task = load_task(REPO / "tasks" / name)
     spec = OracleSpec.from_metadata(task.metadata, name)

@@ -10,10 +10,12 @@ import pytest
 
 from termcredit.bench.decoy_demos import LOOKED, MIX, decoy_demos, declared, has_decoys
 from termcredit.bench.demos import OK, oracle_commands
-from termcredit.bench.protocol import CREDIT_TASKS, HORIZON_TASKS, bench_config, turn_budget
+from termcredit.bench.protocol import CHOICES_TASKS, CREDIT_TASKS, HORIZON_TASKS, bench_config, turn_budget
 from termcredit.estimators.oracle import OracleSpec
 from termcredit.tasks import load_task
 
+# every task that declares decoys: the horizon tier's and the choices tier's
+DECOY_TASKS = sorted(set(HORIZON_TASKS) | set(CHOICES_TASKS))
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -41,7 +43,7 @@ def test_the_ledger_mix_by_hand() -> None:
     assert obs["ls inbox"] == LOOKED and obs[o[0]] == OK
 
 
-@pytest.mark.parametrize("name", HORIZON_TASKS)
+@pytest.mark.parametrize("name", DECOY_TASKS)
 def test_horizon_task_demos_are_long_and_half_broken(name: str) -> None:
     task = _task(name)
     assert has_decoys(task)
@@ -51,10 +53,11 @@ def test_horizon_task_demos_are_long_and_half_broken(name: str) -> None:
     assert n == 7 and sorted(lengths) == [9, 9, 9, 10]
     assert sum(broken for _, broken in MIX) == 4
     # the turn budget leaves room for the longest solved copy
-    assert turn_budget(bench_config("horizon"))[name] == 10
+    tier = "horizon" if name in HORIZON_TASKS else "choices"
+    assert turn_budget(bench_config(tier))[name] == 10
 
 
-@pytest.mark.parametrize("name", HORIZON_TASKS)
+@pytest.mark.parametrize("name", DECOY_TASKS)
 def test_declared_ground_truth_matches_the_demos(name: str) -> None:
     """Every oracle command matches a necessary pattern and no breaking one; every declared
     breaking decoy matches a breaking pattern; no look-around matches either."""
@@ -78,3 +81,21 @@ def test_the_credit_tier_keeps_its_noisy_demos_and_the_horizon_tier_its_algorith
     cfg = bench_config("horizon")
     assert cfg.algos == ["grpo", "depgpo", "oracle"] and len(cfg.seeds) == 3
     assert [Path(t).name for t in cfg.tasks] == HORIZON_TASKS
+
+
+def test_the_choices_tier_is_the_horizon_protocol_on_short_commands() -> None:
+    """Its design in one place: the horizon tier's seeds, updates and sampling, the two best
+    credit shapes against grpo, and tasks whose every demonstrated command is short (the
+    horizon tier's typos were in 40-60 character `sed` lines)."""
+    horizon, choices = bench_config("horizon"), bench_config("choices")
+    for key in ("seeds", "steps", "group_size", "eval_instances", "eval_temperature",
+                "warm_steps", "replay_demos", "rollout", "turns_over_oracle"):
+        assert getattr(choices, key) == getattr(horizon, key), key
+    assert choices.algos == ["grpo", "oracle[positive=uniform,inside=true]",
+                             "depgpo[positive=uniform,negative=faults,inside=true]"]
+    assert [Path(t).name for t in choices.tasks] == CHOICES_TASKS
+    for name in CHOICES_TASKS:
+        task = _task(name)
+        cmds = oracle_commands(task) + sum(declared(task).values(), [])
+        assert max(len(c) for c in cmds) <= 33, name
+        assert turn_budget(choices)[name] == 10

@@ -56,6 +56,14 @@ TURNS_OVER_ORACLE = 2  # turn budget: the oracle's steps + 2 (room to look aroun
 HORIZON_TASKS = ["close-ledger-period", "render-live-config", "merge-user-lists"]
 # the oracle-credit ceiling and the two it bounds: what per-step credit can gain over GRPO
 HORIZON_ALGOS = ["grpo", "depgpo", "oracle"]
+# the horizon tier's design with every command short (<= 33 characters): on the horizon tier
+# per-step credit beat GRPO where failures were choices (close-ledger-period) and lost where
+# they were typos in long `sed` lines (render-live-config; docs/credit-tier.md), so here a
+# garbled command is rare by construction and a failure is a decoy, an order or an omission
+CHOICES_TASKS = ["close-ledger-period", "publish-release", "tally-orders"]
+# DepGPO's best shape on the horizon tier and the best oracle weighting there (the ceiling)
+CHOICES_ALGOS = ["grpo", "oracle[positive=uniform,inside=true]",
+                 "depgpo[positive=uniform,negative=faults,inside=true]"]
 
 
 @dataclass
@@ -132,6 +140,14 @@ TIERS: dict[str, dict[str, Any]] = {
     # success) and sampling at HORIZON_TEMPERATURE, training and evaluation alike
     "horizon": {"seeds": [0, 1, 2], "steps": 8, "group_size": 6, "eval_every": 8,
                 "tasks": [f"tasks/{t}" for t in HORIZON_TASKS], "algos": list(HORIZON_ALGOS),
+                "turns_over_oracle": 3, "eval_instances": list(range(1000, 1036)),
+                "eval_samples": 1, "eval_temperature": HORIZON_TEMPERATURE, "warm_steps": 300,
+                "replay_demos": True, "teacher_steps": 100,
+                "rollout": {**_ROLLOUT, "temperature": HORIZON_TEMPERATURE}},
+    # the horizon tier's protocol on short-command tasks (CHOICES_TASKS), its two best credit
+    # shapes against GRPO
+    "choices": {"seeds": [0, 1, 2], "steps": 8, "group_size": 6, "eval_every": 8,
+                "tasks": [f"tasks/{t}" for t in CHOICES_TASKS], "algos": list(CHOICES_ALGOS),
                 "turns_over_oracle": 3, "eval_instances": list(range(1000, 1036)),
                 "eval_samples": 1, "eval_temperature": HORIZON_TEMPERATURE, "warm_steps": 300,
                 "replay_demos": True, "teacher_steps": 100,
