@@ -21,47 +21,23 @@ as in demos.py ("exit code: 0"; a look-around's output elided).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from ..tasks import Task
+from ..tasks.demos import Insert, declared, has_decoys, inserts
 from ..trainer.sft import Demo
 from .demos import OK, _action, _commands
 
-KEY = "demos"  # [metadata.demos]
+__all__ = ["LOOKED", "MIX", "declared", "decoy_demos", "has_decoys"]
+
 LOOKED = "exit code: 0\nstdout:\n..."
 
 # per copy: (harmless look-arounds, one breaking decoy?)
 MIX = [(1, False), (1, False), (2, False), (1, False), (0, True), (1, True), (0, True), (1, True)]
 
 
-@dataclass(frozen=True)
-class Insert:
-    before: int  # the oracle command's index it goes before (len(oracle): after the last)
-    command: str
-
-
-def _inserts(task: Task, kind: str, n_oracle: int) -> list[Insert]:
-    out = []
-    for item in task.metadata[KEY].get(kind, []):
-        ins = Insert(int(item["before"]), str(item["command"]))
-        if not 0 <= ins.before <= n_oracle:
-            raise ValueError(f"{task.path}/task.toml: [metadata.demos] {kind}: before = "
-                             f"{ins.before} is outside 0..{n_oracle} (the oracle's commands)")
-        out.append(ins)
-    return out
-
-
-def has_decoys(task: Task) -> bool:
-    """The task declares its demonstrations' decoys ([metadata.demos])."""
-    return isinstance(task.metadata.get(KEY), dict)
-
-
 def decoy_demos(task: Task) -> list[Demo]:
     """The ``MIX`` of one task (see the module doc); needs ``has_decoys(task)``."""
     oracle = _commands(task)
-    harmless = _inserts(task, "harmless", len(oracle))
-    breaking = _inserts(task, "breaking", len(oracle))
+    harmless, breaking = inserts(task, "harmless"), inserts(task, "breaking")
     if not harmless or not breaking:
         raise ValueError(f"{task.path}/task.toml: [metadata.demos] needs both harmless and "
                          "breaking commands")
@@ -88,8 +64,3 @@ def _turns(oracle: list[str], extra: list[tuple[Insert, str]]) -> list[tuple[str
             turns.append((_action(oracle[i]), OK))
     return turns
 
-
-def declared(task: Task) -> dict[str, list[Any]]:
-    """The declared commands, by kind (for checks and the docs)."""
-    n = len(_commands(task))
-    return {k: [i.command for i in _inserts(task, k, n)] for k in ("harmless", "breaking")}

@@ -15,7 +15,7 @@ from ..estimators.inside import token_text
 from ..estimators.oracle import INFO_KEY, OracleSpec, label_steps
 from ..records import Trajectory
 from ..tasks import Task, find_tasks
-from ..tasks.split import split_commands
+from ..tasks.demos import reference_commands
 from .config import TrainConfig
 from .policy import Policy, check_same_tokenizer, load_policy
 
@@ -56,18 +56,6 @@ class OracleSteps:
     def __call__(self, group: list[Trajectory]) -> None:
         for t in group:
             t.info[INFO_KEY] = label_steps(t, self.specs[t.task])
-
-
-def reference_commands(task: Task) -> list[str]:
-    """A task's well-formed commands: its solution's, and those its demonstrations may add
-    (``[metadata.demos]``, bench/decoy_demos.py)."""
-    solve = task.solution_dir / "solve.sh"
-    refs = split_commands(solve.read_text()) if solve.is_file() else []
-    demos = task.metadata.get("demos")
-    if isinstance(demos, dict):
-        refs += [str(item["command"]) for kind in ("harmless", "breaking")
-                 for item in demos.get(kind, []) if isinstance(item, dict) and "command" in item]
-    return refs
 
 
 def _oracle_steps(cfg: TrainConfig, student: Policy) -> Provider:
