@@ -91,7 +91,7 @@ def test_the_choices_tier_is_the_horizon_protocol_on_short_commands() -> None:
     for key in ("seeds", "steps", "group_size", "eval_instances", "eval_temperature",
                 "warm_steps", "replay_demos", "rollout", "turns_over_oracle"):
         assert getattr(choices, key) == getattr(horizon, key), key
-    assert choices.algos == ["grpo", "oracle[positive=uniform,inside=true]",
+    assert choices.algos == ["grpo", "depgpo", "oracle[positive=uniform,inside=true]",
                              "depgpo[positive=uniform,negative=faults,inside=true]"]
     assert [Path(t).name for t in choices.tasks] == CHOICES_TASKS
     for name in CHOICES_TASKS:

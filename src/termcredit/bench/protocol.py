@@ -61,8 +61,9 @@ HORIZON_ALGOS = ["grpo", "depgpo", "oracle"]
 # they were typos in long `sed` lines (render-live-config; docs/credit-tier.md), so here a
 # garbled command is rare by construction and a failure is a decoy, an order or an omission
 CHOICES_TASKS = ["close-ledger-period", "publish-release", "tally-orders"]
-# DepGPO's best shape on the horizon tier and the best oracle weighting there (the ceiling)
-CHOICES_ALGOS = ["grpo", "oracle[positive=uniform,inside=true]",
+# DepGPO's best shape on the horizon tier and the best oracle weighting there (the ceiling),
+# with grpo and plain depgpo (the report's comparisons are built around it)
+CHOICES_ALGOS = ["grpo", "depgpo", "oracle[positive=uniform,inside=true]",
                  "depgpo[positive=uniform,negative=faults,inside=true]"]
 
 
@@ -145,7 +146,7 @@ TIERS: dict[str, dict[str, Any]] = {
                 "replay_demos": True, "teacher_steps": 100,
                 "rollout": {**_ROLLOUT, "temperature": HORIZON_TEMPERATURE}},
     # the horizon tier's protocol on short-command tasks (CHOICES_TASKS), its two best credit
-    # shapes against GRPO
+    # shapes against GRPO and plain DepGPO
     "choices": {"seeds": [0, 1, 2], "steps": 8, "group_size": 6, "eval_every": 8,
                 "tasks": [f"tasks/{t}" for t in CHOICES_TASKS], "algos": list(CHOICES_ALGOS),
                 "turns_over_oracle": 3, "eval_instances": list(range(1000, 1036)),
