@@ -89,8 +89,11 @@ def test_the_choices_tier_is_the_horizon_protocol_on_short_commands() -> None:
     horizon tier's typos were in 40-60 character `sed` lines)."""
     horizon, choices = bench_config("horizon"), bench_config("choices")
     for key in ("seeds", "steps", "group_size", "eval_instances", "eval_temperature",
-                "warm_steps", "replay_demos", "rollout", "turns_over_oracle"):
+                "warm_steps", "replay_demos", "turns_over_oracle"):
         assert getattr(choices, key) == getattr(horizon, key), key
+    # training samples hotter than evaluation, so a group's six episodes differ
+    assert choices.rollout == {**horizon.rollout, "temperature": 0.75}
+    assert choices.eval_temperature == horizon.rollout["temperature"] == 0.3
     assert choices.algos == ["grpo", "depgpo", "oracle[positive=uniform,inside=true]",
                              "depgpo[positive=uniform,negative=faults,inside=true]"]
     assert [Path(t).name for t in choices.tasks] == CHOICES_TASKS
