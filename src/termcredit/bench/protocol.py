@@ -145,16 +145,6 @@ TIERS: dict[str, dict[str, Any]] = {
                 "eval_samples": 1, "eval_temperature": HORIZON_TEMPERATURE, "warm_steps": 300,
                 "replay_demos": True, "teacher_steps": 100,
                 "rollout": {**_ROLLOUT, "temperature": HORIZON_TEMPERATURE}},
-    # the horizon tier's protocol on short-command tasks (CHOICES_TASKS), its two best credit
-    # shapes against GRPO and plain DepGPO. Training samples at CREDIT_TEMPERATURE: at 0.3 the
-    # start said the same episode six times over (7 first updates x 3 seeds: 53 of 63 groups
-    # had zero advantage); evaluation stays at 0.3, the policy's likeliest behaviour
-    "choices": {"seeds": [0, 1, 2], "steps": 8, "group_size": 6, "eval_every": 8,
-                "tasks": [f"tasks/{t}" for t in CHOICES_TASKS], "algos": list(CHOICES_ALGOS),
-                "turns_over_oracle": 3, "eval_instances": list(range(1000, 1036)),
-                "eval_samples": 1, "eval_temperature": HORIZON_TEMPERATURE, "warm_steps": 300,
-                "replay_demos": True, "teacher_steps": 100,
-                "rollout": {**_ROLLOUT, "temperature": CREDIT_TEMPERATURE}},
     # whole suite ([] = every task whose oracle does not read /solution at run time), longer
     # commands and episodes, three seeds: hours on CPU, meant for a GPU (--device cuda)
     "full": {"seeds": [0, 1, 2], "steps": 120, "group_size": 8, "eval_every": 10,
@@ -168,6 +158,14 @@ TIERS: dict[str, dict[str, Any]] = {
               "turns_over_oracle": None,
               "rollout": {"max_turns": 2, "max_new_tokens": 24, "command_timeout": 10.0}},
 }
+
+# the horizon tier's protocol on short-command tasks (CHOICES_TASKS), its two best credit
+# shapes against GRPO and plain DepGPO. Training samples at CREDIT_TEMPERATURE: at 0.3 the
+# start said the same episode six times over (7 first updates x 3 seeds: 53 of 63 groups had
+# zero advantage); evaluation stays at 0.3, the policy's likeliest behaviour
+TIERS["choices"] = {**TIERS["horizon"], "tasks": [f"tasks/{t}" for t in CHOICES_TASKS],
+                    "algos": list(CHOICES_ALGOS),
+                    "rollout": {**_ROLLOUT, "temperature": CREDIT_TEMPERATURE}}
 
 
 def bench_config(tier: str, *, ablations: bool = False, **overrides: Any) -> BenchConfig:
