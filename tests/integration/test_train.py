@@ -144,7 +144,9 @@ def test_sigterm_mid_run_leaves_no_container_and_keeps_finished_steps(policies, 
     client = docker.from_env()
 
     def mine() -> list:
-        return client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})
+        # the low-level list: the high-level one inspects each container it lists, and one the
+        # run removes in between raises NotFound
+        return client.api.containers(all=True, filters={"label": f"{LABEL_OWNER}={owner}"})
 
     deadline = time.time() + 600
     while time.time() < deadline and not (list((run_dir / "checkpoints").glob("step-*"))
