@@ -10,7 +10,8 @@ import pytest
 
 from termcredit.bench.decoy_demos import LOOKED, MIX, decoy_demos, declared, has_decoys
 from termcredit.bench.demos import OK, oracle_commands
-from termcredit.bench.protocol import CHOICES_TASKS, CREDIT_TASKS, HORIZON_TASKS, bench_config, turn_budget
+from termcredit.bench.protocol import (CHOICES_TASKS, CREDIT_TASKS, HORIZON_TASKS,
+                                       bench_config, turn_budget)
 from termcredit.estimators.oracle import OracleSpec
 from termcredit.tasks import load_task
 

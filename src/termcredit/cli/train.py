@@ -123,7 +123,8 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
                    help="quick (default; the credit tier's small brother, < 30 min on 2 "
                    "cores), credit (the claim: 3 seeds, CIs; < 3 h on 2 cores), horizon "
                    "(grpo, depgpo and the oracle-credit ceiling on long tasks with decoys), "
-                   "choices (horizon's protocol on short-command tasks, so failures are choices: grpo, depgpo and the two best credit shapes), "
+                   "choices (horizon's protocol on short-command tasks, so failures are "
+                   "choices: grpo, depgpo and the two best credit shapes), "
                    "full (whole suite, GPU-ready), micro (smoke)")
     b.add_argument("--model", help="policy to warm-start (default tiny): smollm2-135m or a dir")
     b.add_argument("--algo", action="append",

@@ -41,7 +41,10 @@ def has_decoys(task: Task) -> bool:
 def inserts(task: Task, kind: str) -> list[Insert]:
     """The declared commands of one kind, checked: each names its command and a ``before``
     within the solution's commands."""
-    n = len(solution_commands(task))
+    return _inserts(task, kind, len(solution_commands(task)))
+
+
+def _inserts(task: Task, kind: str, n: int) -> list[Insert]:
     out = []
     for item in task.metadata.get(KEY, {}).get(kind, []):
         where = f"{task.path}/task.toml: [metadata.demos] {kind}"
@@ -58,9 +61,11 @@ def inserts(task: Task, kind: str) -> list[Insert]:
 
 def declared(task: Task) -> dict[str, list[str]]:
     """The declared commands, by kind."""
-    return {k: [i.command for i in inserts(task, k)] for k in KINDS}
+    n = len(solution_commands(task))
+    return {k: [i.command for i in _inserts(task, k, n)] for k in KINDS}
 
 
 def reference_commands(task: Task) -> list[str]:
     """A task's well-formed commands: its solution's and the declared ones."""
-    return solution_commands(task) + [c for k in KINDS for c in declared(task)[k]]
+    solution = solution_commands(task)  # parsed once: it also bounds each ``before``
+    return solution + [i.command for k in KINDS for i in _inserts(task, k, len(solution))]
