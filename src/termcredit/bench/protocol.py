@@ -166,6 +166,10 @@ TIERS: dict[str, dict[str, Any]] = {
 TIERS["choices"] = {**TIERS["horizon"], "tasks": [f"tasks/{t}" for t in CHOICES_TASKS],
                     "algos": list(CHOICES_ALGOS),
                     "rollout": {**_ROLLOUT, "temperature": CREDIT_TEMPERATURE}}
+# the choices tier with menu sampling (trainer/menu.py): every reply is one of the task's
+# declared commands or `done`, so no failure is a typo (on the choices tier 0.205 of the
+# start's commands errored, most of them garbled); the same start, tasks and algorithms
+TIERS["menu"] = {**TIERS["choices"], "rollout": {**TIERS["choices"]["rollout"], "menu": True}}
 
 
 def bench_config(tier: str, *, ablations: bool = False, **overrides: Any) -> BenchConfig:

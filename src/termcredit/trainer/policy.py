@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -133,13 +133,18 @@ class Policy:
     def generate(self, prompts: Sequence[Sequence[int]], *, max_new_tokens: int = 64,
                  temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
                  generator: torch.Generator | None = None,
-                 stop_ids: Sequence[int] | None = None) -> list[Sample]:
+                 stop_ids: Sequence[int] | None = None,
+                 menus: Sequence[Any] | None = None) -> list[Sample]:
         """Sample continuations of each prompt (token ids), all in one batch with a KV cache
         (``self.generation``: "hf" a growing cache, "static" a fixed one with a compiled decode
         step on CUDA, static_gen.py). ``seed`` (or an explicit ``generator``) makes the draw
-        reproducible; with neither, the global torch RNG is used."""
+        reproducible; with neither, the global torch RNG is used. ``menus``: per prompt, a
+        ``Menu`` (menu.py) whose replies alone may be sampled, or None (unconstrained); the
+        behaviour log-probs are then of the constrained distribution."""
         if not prompts:
             return []
+        if menus is not None and (len(menus) != len(prompts) or self.generation == "static"):
+            raise ValueError("menus: one (or None) per prompt, and only with generation = 'hf'")
         if any(len(p) == 0 for p in prompts):
             raise ValueError("empty prompt")
         dev = self.device
@@ -167,6 +172,8 @@ class Policy:
         next_pos = pos[:, -1:] + 1
         live = [True] * B
         for step in range(max_new_tokens):
+            if menus is not None:
+                logits = _on_menu(logits, menus, samples)
             tok, lp = _sample(logits, temperature, top_p, generator)
             tok_l, lp_l = tok.tolist(), lp.tolist()
             for i in range(B):
@@ -281,6 +288,19 @@ def _new_cache(model) -> dict:
     except TypeError:  # older transformers
         cache = DynamicCache()
     return {cache_arg(model): cache}
+
+
+def _on_menu(logits: torch.Tensor, menus: Sequence[Any], samples: list[Sample]) -> torch.Tensor:
+    """The logits with every token a row's menu does not allow next set to -inf (rows without a
+    menu, or whose reply has left it, unchanged)."""
+    keep = torch.zeros_like(logits, dtype=torch.bool)
+    for i, (menu, s) in enumerate(zip(menus, samples)):
+        ids = menu.allowed(s.token_ids) if menu is not None else []
+        if ids:
+            keep[i, ids] = True
+        else:
+            keep[i] = True
+    return logits.masked_fill(~keep, float("-inf"))
 
 
 def _sample(logits: torch.Tensor, temperature: float, top_p: float,

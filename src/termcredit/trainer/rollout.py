@@ -28,6 +28,7 @@ from ..harness.textenv import TextEnv
 from ..records import TokenLayout, Trajectory
 from ..sandbox import SandboxPool
 from ..tasks import Task
+from .menu import Menu, task_menu
 
 
 @dataclass
@@ -41,6 +42,8 @@ class RolloutConfig:
     obs_chars: int = 600
     system_prompt: str = SYSTEM_PROMPT
     tracer: str = "strace"  # the resolved backend (the trainer sets it: tracer/choice.py)
+    # sample only the task's declared commands and `done` (menu.py): failures become choices
+    menu: bool = False
 
 
 @dataclass
@@ -50,6 +53,7 @@ class _Turns:
     env: TextEnv
     tokens: TokenLayout
     max_turns: int
+    menu: Menu | None = None
 
     @property
     def traj(self) -> Trajectory:
@@ -102,6 +106,7 @@ def rollout_episodes(policy: Any, layout: Any, jobs: list[Job], pool: SandboxPoo
     pool.plan(specs)
     t_env = time.monotonic()
     prompts: dict[str, list[int]] = {}
+    menus: dict[Path, Menu] = {}
     episodes: list[_Turns] = []
     for job, spec in zip(jobs, specs):
         ep = Episode(job.task, pool, spec, job.out, agent=str(policy), instance=job.instance,
@@ -114,7 +119,10 @@ def rollout_episodes(policy: Any, layout: Any, jobs: list[Job], pool: SandboxPoo
         tok = TokenLayout()
         _append(tok, list(prompts[job.task.instruction]), None)
         ep.traj.tokens = tok
-        episodes.append(_Turns(env, tok, max_turns=job.max_turns or cfg.max_turns))
+        if cfg.menu and job.task.path not in menus:
+            menus[job.task.path] = task_menu(layout, job.task)
+        episodes.append(_Turns(env, tok, max_turns=job.max_turns or cfg.max_turns,
+                               menu=menus.get(job.task.path)))
     finished = False
     try:
         with ThreadPoolExecutor(max_workers=min(8, len(episodes)) or 1) as threads:
@@ -144,7 +152,8 @@ def _turns(policy: Any, layout: Any, episodes: list[_Turns], cfg: RolloutConfig,
             samples = policy.generate([e.tokens.token_ids for e in live],
                                       max_new_tokens=cfg.max_new_tokens,
                                       temperature=cfg.temperature, top_p=cfg.top_p,
-                                      seed=None if seed is None else seed * 1009 + _turn)
+                                      seed=None if seed is None else seed * 1009 + _turn,
+                                      **({"menus": [e.menu for e in live]} if cfg.menu else {}))
             gen_s += time.monotonic() - t0
             t0 = time.monotonic()
             replies = []

@@ -299,10 +299,11 @@ class Trainer:
     def score_old(self, group: list[Trajectory]) -> None:
         """π_old for the loss's ratio and OPD's KL: the behaviour log-probs are of the sampling
         distribution (logits / temperature, top-p renormalised), which is the policy's own only
-        at temperature 1 without top-p. Otherwise (or when asked) re-score the sampled ids with
+        at temperature 1 without top-p and without a menu. Otherwise (or when asked) re-score the sampled ids with
         the policy as it is before this update, once, for both."""
         rc = self.cfg.rollout_config()
-        if not (self.cfg.recompute_old_logprobs or rc.temperature != 1.0 or rc.top_p < 1.0):
+        if not (self.cfg.recompute_old_logprobs or rc.temperature != 1.0 or rc.top_p < 1.0
+                or rc.menu):
             return
         with torch.no_grad():
             scored = self.policy.score([t.tokens.token_ids for t in group],
