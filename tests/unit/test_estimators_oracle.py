@@ -195,3 +195,28 @@ def test_scale_peak_caps_every_weight_at_grpos() -> None:
     close(c, [-1 / R2] * 2)
     with pytest.raises(ValueError, match="oracle: scale must be one of 'tokens', 'peak'"):
         estimators.build("oracle", scale="max")
+
+
+def test_omission_done_blames_the_done_that_ended_it_with_work_missing() -> None:
+    # C' = tar -xzf | echo hi | done, tokens [1, 1, 2]: no breaking or failed command, so an
+    # omission; blame on `done`: credits [0, 0, 1], K 3, Σ 1 -> f = [0, 0, 3]; Σn 4,
+    # Σ n·f 6 -> w = [0, 0, 2]; Â = −1/√2 -> [0, 0, −√2]. C (ended without `done`: the
+    # turn budget) keeps GRPO's unit weights; A and B as in test_step_advantages_by_hand
+    a, b, c = group()
+    c2 = traj(0.0, [step(0, "tar -xzf /app/in.tgz"), step(1, "echo hi"), step(2, None)],
+              [1, 1, 2])
+    OracleSteps({"t": SPEC})([c2])
+    est = estimators.build("oracle", omission="done")
+    out = est([a, b, c2])
+    close(out.step_advantages[2], [0.0, 0.0, -R2])
+    close(out.step_advantages[1], [0.0, -4 / 3 / R2, -4 / 3 / R2])
+    close(out.step_advantages[0], [0.0, 1.5 * R2, 1.5 * R2, R2])
+    close(est([a, b, c]).step_advantages[2], [-1 / R2] * 2)
+    # an unparsable last action is not a `done`: unit weights
+    bad = traj(0.0, [step(0, "echo hi"), Step(index=1, action="```", invalid=True)], [1, 1])
+    OracleSteps({"t": SPEC})([bad])
+    close(est([a, b, bad]).step_advantages[2], [-1 / R2] * 2)
+    # the default keeps GRPO's weights on every omission
+    close(estimators.build("oracle")([a, b, c2]).step_advantages[2], [-1 / R2] * 3)
+    with pytest.raises(ValueError, match="oracle: omission must be one of 'unit', 'done'"):
+        estimators.build("oracle", omission="last")

@@ -23,7 +23,9 @@ the estimator reads nothing but the rollout records. Per trajectory:
   None for a step without a command (untraced, as DepGPO has it);
 * a failed one's *blame* (Â < 0): C_t = 1 for a step that ran a ``breaking`` command or
   whose command failed, 0 for the other commands; with no such step the failure is an
-  omission and nothing present is at fault: GRPO's unit weights.
+  omission and nothing present is at fault: GRPO's unit weights (``omission = "unit"``), or,
+  with ``omission = "done"``, blame on the `done` that ended it with work missing (the one
+  decision that made it an omission; on an episode the turn budget ended: unit weights).
 
 Both go through DepGPO's own ``step_weights`` (subtract the minimum, token-normalise, fall
 back to unit weights on tied credits) and A_{i,t} = Â_i · w_t spread over the step's loss
@@ -109,6 +111,14 @@ NEGATIVE = ("blame", "uniform")
 # and a solved one's: on the necessary commands that ran cleanly, or GRPO's unit weights (the
 # ground truth then only places blame)
 POSITIVE = ("necessary", "uniform")
+# and an omission's (a failed episode with no breaking or failed command): GRPO's unit weights,
+# or blame on its final `done` (an episode that said done with a necessary step missing)
+OMISSION = ("unit", "done")
+
+
+def _is_done(step: Step) -> bool:
+    """The step is the agent's `done` (no command, and not an action that failed to parse)."""
+    return step.command is None and not step.invalid
 
 
 def _unit(traj: Trajectory, why: str) -> StepWeights:
@@ -126,7 +136,11 @@ class Oracle:
     def __init__(self, subtract_min: bool = True, untraced_weight: float = 1.0,
                  std: bool = True, eps: float = 1e-6, negative: str = "blame",
                  floor: float = 0.0, inside: bool = False, positive: str = "necessary",
-                 scale: str = "tokens"):
+                 scale: str = "tokens", omission: str = "unit"):
+        if omission not in OMISSION:
+            raise ValueError(f"oracle: omission must be one of {', '.join(map(repr, OMISSION))},"
+                             f" not {omission!r}")
+        self.omission = omission
         if negative not in NEGATIVE:
             raise ValueError(f"oracle: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
@@ -143,8 +157,10 @@ class Oracle:
             self.needs = type(self).needs | {TOKEN_TEXT}
 
     def _weights(self, traj: Trajectory, hot: set[int]) -> StepWeights:
-        """DepGPO's weights of credits 1 on ``hot`` commands, 0 on the other commands."""
-        credits = [None if s.command is None else float(s.index in hot) for s in traj.steps]
+        """DepGPO's weights of credits 1 on ``hot`` steps, 0 on the other commands (a step
+        without a command is untraced, None, unless it is hot: a blamed `done`)."""
+        credits = [float(s.index in hot) if s.command is not None or s.index in hot else None
+                   for s in traj.steps]
         n_tok = step_token_counts(traj)
         cw = step_weights(credits, n_tok, subtract_min=self.subtract_min,
                           untraced_weight=self.untraced_weight)
@@ -163,6 +179,8 @@ class Oracle:
         hot = lab["breaking"] | errored_steps(traj)
         if self.negative == "uniform":
             hot = set()
+        if not hot and self.negative == "blame" and self.omission == "done":
+            hot = {s.index for s in traj.steps[-1:] if _is_done(s)}
         if not hot:  # an omission: nothing present is at fault
             return _unit(traj, "omission")
         return self._weights(traj, hot)
