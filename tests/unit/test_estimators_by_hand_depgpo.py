@@ -275,3 +275,28 @@ def test_depgpo_negative_errors_without_a_failed_command_keeps_graph_weights() -
 def test_depgpo_negative_must_be_a_known_mode() -> None:
     with pytest.raises(ValueError, match="negative must be one of 'graph', 'uniform', 'errors'"):
         estimators.build("depgpo", negative="blame")
+
+
+def test_depgpo_omission_places_a_faultless_failures_blame() -> None:
+    # group [A, B+done (R=0), C], Â = [√2, −1/√2, −1/√2]; B+done's commands all exited 0 and
+    # destroyed nothing: under negative = "faults" nothing is at fault, an omission.
+    # "done": blame on its `done` alone: flags [0, 0, 0, 1], tokens [1, 2, 1, 2], Σn 6,
+    #   Σ n·f 2 -> w = [0, 0, 0, 3]; "unit": GRPO's [1, 1, 1, 1]; "graph" (the default):
+    #   its graph weights [0, 18/13, 18/13, 12/13] (test_depgpo_untraced_weight).
+    # C (`true`, no `done`) under "done" gets unit weights; A is positive, unchanged.
+    group = [traj_a(), traj_b_done(0.0), traj_c()]
+    want = {"done": [0.0, 0.0, 0.0, 3.0], "unit": [1.0] * 4,
+            "graph": [0.0, 18 / 13, 18 / 13, 12 / 13]}
+    for mode, w in want.items():
+        out = estimators.build("depgpo", negative="faults", omission=mode)(group)
+        assert close(out.step_advantages[1], [-x / R2 for x in w]), mode
+        assert close(out.step_advantages[0], [R2 * 21 / 22, R2 * 14 / 11, 0.0, R2 * 14 / 11])
+    out = estimators.build("depgpo", negative="faults", omission="done")(group)
+    assert close(out.step_advantages[2], [-1 / R2])
+    # a failure with a fault keeps its blame on the fault whatever ``omission`` says
+    failed = _failed_b(**{"2": {"exit_code": 1}})
+    out = estimators.build("depgpo", negative="errors", omission="done")([traj_a(), failed,
+                                                                          traj_c()])
+    assert close(out.step_advantages[1], [0.0, 0.0, -4 / R2])
+    with pytest.raises(ValueError, match="depgpo: omission must be one of 'graph', 'unit'"):
+        estimators.build("depgpo", omission="none")

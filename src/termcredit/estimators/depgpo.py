@@ -13,6 +13,12 @@ How a negative Â_i (a failed episode) is spread, ``negative``:
 - ``"faults"``: over both, the steps whose command failed and those that destroyed what a
   later step needed: the oracle's blame (breaking commands and failed ones) as the trace
   sees it; graph weights where there is neither.
+``omission`` (with ``errors``, ``destroyers`` or ``faults``): a failed episode where none of
+those steps is found failed by what it did not do, and the graph credits the right early work
+that reached the verifier; ``"graph"`` (default) spreads the blame by it all the same,
+``"unit"`` by GRPO's unit weights, ``"done"`` puts it on the `done` that ended the episode
+with work missing (unit weights when the episode did not end with `done`). The oracle's
+``omission`` with the trace's faults instead of declared ones.
 ``positive`` (``"graph"``, default, or ``"uniform"``): how a positive Â_i (a solved episode)
 is spread: by the graph's credit, or by GRPO's unit weights, so that credit only places blame
 (on the horizon tier, withholding reinforcement from a solved episode's unnecessary but
@@ -47,7 +53,7 @@ from ..depgpo.destroyers import destroyers
 from ..records import Trajectory
 from . import TOKEN_TEXT, EstimatorResult, register
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
-from .inside import clean_commands, errored_steps, narrow_failed
+from .inside import clean_commands, errored_steps, final_done, narrow_failed
 
 
 def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
@@ -68,6 +74,7 @@ def summarize_weights(weights: Sequence[StepWeights]) -> dict[str, float]:
 
 NEGATIVE = ("graph", "uniform", "errors", "destroyers", "faults")
 POSITIVE = ("graph", "uniform")
+OMISSION = ("graph", "unit", "done")
 SCALE = ("tokens", "peak")
 
 
@@ -146,7 +153,12 @@ class DepGPO:
     def __init__(self, beta: float = 0.5, subtract_min: bool = True, std: bool = True,
                  diff_rewrites: str = "if-read", untraced_weight: float = 1.0,
                  eps: float = 1e-6, negative: str = "graph", floor: float = 0.0,
-                 inside: bool = False, positive: str = "graph", scale: str = "tokens"):
+                 inside: bool = False, positive: str = "graph", scale: str = "tokens",
+                 omission: str = "graph"):
+        if omission not in OMISSION:
+            raise ValueError(f"depgpo: omission must be one of {', '.join(map(repr, OMISSION))},"
+                             f" not {omission!r}")
+        self.omission = omission
         if negative not in NEGATIVE:
             raise ValueError(f"depgpo: negative must be one of {', '.join(map(repr, NEGATIVE))},"
                              f" not {negative!r}")
@@ -182,12 +194,19 @@ class DepGPO:
         if self.negative == "uniform":
             return [1.0] * len(sw.w)
         if self.negative == "errors":
-            return error_weights(traj, sw) or sw.w
+            return error_weights(traj, sw) or self._omitted(traj, sw)
         if self.negative == "destroyers":
-            return destroyer_weights(traj, self.cfg, sw) or sw.w
+            return destroyer_weights(traj, self.cfg, sw) or self._omitted(traj, sw)
         if self.negative == "faults":
-            return fault_weights(traj, self.cfg, sw) or sw.w
+            return fault_weights(traj, self.cfg, sw) or self._omitted(traj, sw)
         return sw.w
+
+    def _omitted(self, traj: Trajectory, sw: StepWeights) -> Sequence[float]:
+        """A failed trajectory's weights when no step is at fault (``omission``)."""
+        if self.omission == "graph":
+            return sw.w
+        done = final_done(traj) if self.omission == "done" else set()
+        return only_weights(sw, [i in done for i in sw.steps]) or [1.0] * len(sw.w)
 
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)

@@ -46,6 +46,14 @@ def errored_steps(traj: Trajectory) -> set[int]:
     return {s.index for s in traj.steps if errored(s)}
 
 
+def final_done(traj: Trajectory) -> set[int]:
+    """The `done` that ended the trajectory ({its index}; empty when a turn or token budget, or
+    an action that failed to parse, ended it): where an omission's blame goes (``omission =
+    "done"``)."""
+    last = traj.steps[-1] if traj.steps else None
+    return {last.index} if last is not None and last.command is None and not last.invalid else set()
+
+
 def clean_commands(group: Iterable[Trajectory]) -> set[str]:
     """The commands that ran cleanly anywhere in ``group``: the references DepGPO blames
     inside against, what the policy itself got right."""

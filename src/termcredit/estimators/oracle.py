@@ -47,7 +47,7 @@ from ..records import Step, Trajectory, step_token_counts
 from . import ORACLE_STEPS, TOKEN_TEXT, EstimatorResult, register
 from .depgpo import check_floor, check_scale, shaped, summarize_weights
 from .group import Group, broadcast, group_advantages, group_rewards, is_zero_advantage
-from .inside import errored_steps, narrow_failed, ran_cleanly
+from .inside import errored_steps, final_done, narrow_failed, ran_cleanly
 
 # Trajectory.info[INFO_KEY] = {"necessary": [...], "breaking": [...], "references": [...]}
 INFO_KEY = "oracle"
@@ -116,11 +116,6 @@ POSITIVE = ("necessary", "uniform")
 OMISSION = ("unit", "done")
 
 
-def _is_done(step: Step) -> bool:
-    """The step is the agent's `done` (no command, and not an action that failed to parse)."""
-    return step.command is None and not step.invalid
-
-
 def _unit(traj: Trajectory, why: str) -> StepWeights:
     """GRPO's unit weights, as a fallback for ``why``."""
     ones = (1.0,) * len(traj.steps)
@@ -180,7 +175,7 @@ class Oracle:
         if self.negative == "uniform":
             hot = set()
         if not hot and self.negative == "blame" and self.omission == "done":
-            hot = {s.index for s in traj.steps[-1:] if _is_done(s)}
+            hot = final_done(traj)
         if not hot:  # an omission: nothing present is at fault
             return _unit(traj, "omission")
         return self._weights(traj, hot)
