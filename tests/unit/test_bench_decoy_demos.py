@@ -103,3 +103,15 @@ def test_the_choices_tier_is_the_horizon_protocol_on_short_commands() -> None:
         cmds = oracle_commands(task) + sum(declared(task).values(), [])
         assert max(len(c) for c in cmds) <= 33, name
         assert turn_budget(choices)[name] == 10
+
+
+def test_the_menu_tier_is_the_choices_tier_sampled_from_a_menu() -> None:
+    """The same start, tasks, budgets and sampling as the choices tier, every reply drawn from
+    the task's declared commands, and the two shapes again with blame on a premature `done`."""
+    choices, menu = bench_config("choices"), bench_config("menu")
+    for key in ("seeds", "steps", "group_size", "eval_instances", "eval_temperature",
+                "warm_steps", "replay_demos", "turns_over_oracle", "tasks", "model"):
+        assert getattr(menu, key) == getattr(choices, key), key
+    assert menu.rollout == {**choices.rollout, "menu": True}
+    assert menu.algos == [*choices.algos, "oracle[positive=uniform,inside=true,omission=done]",
+                          "depgpo[positive=uniform,negative=faults,inside=true,omission=done]"]

@@ -169,7 +169,13 @@ TIERS["choices"] = {**TIERS["horizon"], "tasks": [f"tasks/{t}" for t in CHOICES_
 # the choices tier with menu sampling (trainer/menu.py): every reply is one of the task's
 # declared commands or `done`, so no failure is a typo (on the choices tier 0.205 of the
 # start's commands errored, most of them garbled); the same start, tasks and algorithms
-TIERS["menu"] = {**TIERS["choices"], "rollout": {**TIERS["choices"]["rollout"], "menu": True}}
+# plus both shapes with blame on the `done` that ends a faultless failure: under the menu the
+# start's failures are mostly omissions (it says done with a step missing), which both shapes
+# otherwise spread as GRPO's unit weights (oracle) or the graph's credit (depgpo)
+MENU_ALGOS = [*CHOICES_ALGOS, "oracle[positive=uniform,inside=true,omission=done]",
+              "depgpo[positive=uniform,negative=faults,inside=true,omission=done]"]
+TIERS["menu"] = {**TIERS["choices"], "algos": MENU_ALGOS,
+                 "rollout": {**TIERS["choices"]["rollout"], "menu": True}}
 
 
 def bench_config(tier: str, *, ablations: bool = False, **overrides: Any) -> BenchConfig:
