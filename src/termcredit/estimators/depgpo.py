@@ -205,8 +205,11 @@ class DepGPO:
         """A failed trajectory's weights when no step is at fault (``omission``)."""
         if self.omission == "graph":
             return sw.w
-        done = final_done(traj) if self.omission == "done" else set()
-        return only_weights(sw, [i in done for i in sw.steps]) or [1.0] * len(sw.w)
+        unit = [1.0] * len(sw.w)
+        if self.omission == "unit":
+            return unit
+        done = final_done(traj)
+        return only_weights(sw, [i in done for i in sw.steps]) or unit
 
     def __call__(self, group: Group) -> EstimatorResult:
         adv_hat = group_advantages(group_rewards(group), std=self.std, eps=self.eps)

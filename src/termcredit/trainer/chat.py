@@ -52,6 +52,18 @@ class ChatLayout:
         msgs.append({"role": "user", "content": instruction})
         return self.render(msgs, add_generation_prompt=True)
 
+    def reply_ids(self, text: str) -> list[int]:
+        """``text``'s ids as the template writes them in an assistant turn, through its
+        end-of-turn id: what fine-tuning on a demonstration with that reply trains, and what a
+        menu (menu.py) lets the policy sample."""
+        head = self.render(_BASE[:2], add_generation_prompt=True)
+        full = self.render(_BASE[:2] + [{"role": "assistant", "content": text}])
+        rest = full[len(head):]
+        if full[:len(head)] != head or self.end_id not in rest:
+            raise ValueError(f"the chat template does not write reply {text!r} after its "
+                             "generation prompt")
+        return rest[:rest.index(self.end_id) + 1]
+
     def observation_ids(self, text: str, *, after_truncated: bool = False) -> list[int]:
         """Ids to append after an action that ended with the end-of-turn id: the rest of the
         template's turn ending (``\\n``), the observation turn, and the next assistant header.

@@ -8,9 +8,9 @@ are traced; only the sampler is constrained (the logits of tokens that leave the
 to -inf), so the policy trained is the unconstrained one and its log-probs are re-scored
 without the mask (trainer/train.py ``score_old``).
 
-Each reply is tokenised as the chat template writes it in an assistant turn, so a menu reply's
-ids are the ids the warm start was fine-tuned on; the trie is over those ids, ending with the
-end-of-turn id.
+Each reply is tokenised as the chat template writes it in an assistant turn
+(``ChatLayout.reply_ids``), so a menu reply's ids are the ids the warm start was fine-tuned on;
+the trie is over those ids, ending with the end-of-turn id.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from ..tasks import Task
 from ..tasks.demos import reference_commands
 
 DONE = "done"  # one of harness/actions.py's DONE_WORDS: the reply that ends an episode
-_CONTEXT = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
 
 
 class Menu:
@@ -41,22 +40,11 @@ class Menu:
         return sorted(self._next.get(tuple(prefix), ()))
 
 
-def reply_ids(layout: Any, text: str) -> list[int]:
-    """``text``'s ids as the chat template writes them in an assistant turn, through its
-    end-of-turn id (what fine-tuning on a demonstration with that reply trains)."""
-    head = layout.render(_CONTEXT, add_generation_prompt=True)
-    full = layout.render(_CONTEXT + [{"role": "assistant", "content": text}])
-    if full[:len(head)] != head or layout.end_id not in full[len(head):]:
-        raise ValueError(f"the chat template does not write reply {text!r} after its "
-                         "generation prompt")
-    rest = full[len(head):]
-    return rest[:rest.index(layout.end_id) + 1]
-
-
 def menu_commands(task: Task) -> list[str]:
     """The task's declared commands (solution, look-arounds, decoys) and `done`, each once."""
     return list(dict.fromkeys([*reference_commands(task), DONE]))
 
 
 def task_menu(layout: Any, task: Task) -> Menu:
-    return Menu([reply_ids(layout, c) for c in menu_commands(task)])
+    """The task's menu over ``layout``'s (a ``ChatLayout``'s) reply ids."""
+    return Menu([layout.reply_ids(c) for c in menu_commands(task)])

@@ -298,9 +298,10 @@ class Trainer:
 
     def score_old(self, group: list[Trajectory]) -> None:
         """π_old for the loss's ratio and OPD's KL: the behaviour log-probs are of the sampling
-        distribution (logits / temperature, top-p renormalised), which is the policy's own only
-        at temperature 1 without top-p and without a menu. Otherwise (or when asked) re-score the sampled ids with
-        the policy as it is before this update, once, for both."""
+        distribution (logits / temperature, top-p renormalised, menu-masked), which is the
+        policy's own only at temperature 1 without top-p and without a menu. Otherwise (or when
+        asked) re-score the sampled ids with the policy as it is before this update, once, for
+        both."""
         rc = self.cfg.rollout_config()
         if not (self.cfg.recompute_old_logprobs or rc.temperature != 1.0 or rc.top_p < 1.0
                 or rc.menu):

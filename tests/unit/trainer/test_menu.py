@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from termcredit.tasks import load_task
-from termcredit.trainer.menu import Menu, menu_commands, reply_ids, task_menu
+from termcredit.harness.actions import DONE_WORDS
+from termcredit.trainer.menu import DONE, Menu, menu_commands, task_menu
 from termcredit.trainer.policy import Sample, _on_menu
 
 
@@ -49,11 +50,12 @@ def test_tally_orders_menu_is_its_solution_lookarounds_decoys_and_done():
         "echo $N",
         "rm -f /tmp/all", "unset N", "rm -f orders/*.txt",
         "done"]
+    assert DONE == "done" and DONE in DONE_WORDS  # the harness ends the episode on it
 
 
 def test_reply_ids_are_the_template_ids_through_end_of_turn(micro, layout):
     for text in ("cd /data", "echo $N > count.txt", "done"):
-        ids = reply_ids(layout, text)
+        ids = layout.reply_ids(text)
         assert ids[-1] == layout.end_id and layout.end_id not in ids[:-1]
         assert micro.tokenizer.decode(ids[:-1]) == text
         # the ids a fine-tuned demonstration with this reply trains on
@@ -67,7 +69,7 @@ def test_reply_ids_are_the_template_ids_through_end_of_turn(micro, layout):
 def test_generation_never_leaves_the_menu(micro, layout):
     task = load_task("tasks/tally-orders")
     menu = task_menu(layout, task)
-    replies = {tuple(reply_ids(layout, c)) for c in menu_commands(task)}
+    replies = {tuple(layout.reply_ids(c)) for c in menu_commands(task)}
     prompt = layout.prompt_ids("You are an agent.", task.instruction)
     free = micro.generate([prompt] * 8, max_new_tokens=24, temperature=1.0, seed=3)
     assert any(tuple(s.token_ids) not in replies for s in free)  # the untrained model wanders
