@@ -11,7 +11,7 @@ import pytest
 from termcredit.bench.decoy_demos import LOOKED, MIX, decoy_demos, declared, has_decoys
 from termcredit.bench.demos import OK, oracle_commands
 from termcredit.bench.protocol import (CHOICES_TASKS, CREDIT_TASKS, HORIZON_TASKS,
-                                       bench_config, turn_budget)
+                                       _train_config, bench_config, turn_budget)
 from termcredit.estimators.oracle import OracleSpec
 from termcredit.tasks import load_task
 
@@ -115,3 +115,16 @@ def test_the_menu_tier_is_the_choices_tier_sampled_from_a_menu() -> None:
     assert menu.rollout == {**choices.rollout, "menu": True}
     assert menu.algos == [*choices.algos, "oracle[positive=uniform,inside=true,omission=done]",
                           "depgpo[positive=uniform,negative=faults,inside=true,omission=done]"]
+
+
+def test_the_menu_sgd_tier_is_the_menu_tier_with_plain_sgd() -> None:
+    """Only the optimizer differs (SGD at 0.1, no clipping), and the algorithm list."""
+    menu, sgd = bench_config("menu"), bench_config("menu-sgd")
+    for key in ("seeds", "steps", "group_size", "eval_instances", "eval_temperature",
+                "warm_steps", "replay_demos", "turns_over_oracle", "tasks", "model", "rollout"):
+        assert getattr(sgd, key) == getattr(menu, key), key
+    assert (menu.optimizer, menu.lr, menu.max_grad_norm) == ("adamw", 1e-4, 1.0)
+    assert (sgd.optimizer, sgd.lr, sgd.max_grad_norm) == ("sgd", 0.1, 0.0)
+    assert set(sgd.algos) <= set(menu.algos) and "grpo" in sgd.algos
+    tc = _train_config(sgd, "grpo", 0, "tiny", None)
+    assert (tc.optimizer, tc.lr, tc.max_grad_norm) == ("sgd", 0.1, 0.0)

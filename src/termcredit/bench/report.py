@@ -358,13 +358,22 @@ def _groups(cfg: Any) -> str:
             else f"{per} groups (tasks) × {cfg.group_size} episodes")
 
 
+def _optimizer(cfg: Any) -> str:
+    """The optimizer, where a tier says it (AdamW with clipping at 1 otherwise)."""
+    name, clip = getattr(cfg, "optimizer", "adamw"), getattr(cfg, "max_grad_norm", 1.0)
+    if name == "adamw" and clip == 1.0:
+        return ""
+    return f" ({'SGD' if name == 'sgd' else 'AdamW'}, " + (
+        f"gradient norm clipped at {clip:g})" if clip else "no gradient clipping)")
+
+
 def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     cmp_ = doc["comparisons"]
     lines = ["# termcredit bench report", "",
              f"Tier **{cfg.tier}**, policy `{cfg.model}`, tasks: "
              + ", ".join(Path(t).name for t in cfg.tasks) + ".",
              f"Seeds {cfg.seeds}; {cfg.steps} updates, each of {_groups(cfg)}; "
-             f"learning rate {cfg.lr:g} for every algorithm; evaluation on held-out instances "
+             f"learning rate {cfg.lr:g}{_optimizer(cfg)} for every algorithm; evaluation on held-out instances "
              f"{cfg.eval_instances} ({doc['evaluation']}). Same starting checkpoint, same "
              "budgets, no per-algorithm tuning.", f"Hardware: {doc['hardware']}.", ""]
     start = doc["start"] or {}

@@ -119,13 +119,16 @@ def add_bench_parser(sub: argparse._SubParsersAction) -> None:
                        "held-out instances; write runs/bench-<stamp>/ (summary.json, curves.png, "
                        "report.html, REPORT.md) and runs/bench-latest.")
     b.add_argument("--tier", default="quick",
-                   choices=["quick", "credit", "horizon", "choices", "menu", "full", "micro"],
+                   choices=["quick", "credit", "horizon", "choices", "menu", "menu-sgd", "full",
+                            "micro"],
                    help="quick (default; the credit tier's small brother, < 30 min on 2 "
                    "cores), credit (the claim: 3 seeds, CIs; < 3 h on 2 cores), horizon "
                    "(grpo, depgpo and the oracle-credit ceiling on long tasks with decoys), "
                    "choices (horizon's protocol on short-command tasks, so failures are "
                    "choices: grpo, depgpo and the two best credit shapes), menu (choices "
-                   "with every reply drawn from the task's declared commands: no typos), "
+                   "with every reply drawn from the task's declared commands: no typos), menu-sgd "
+                   "(menu with plain SGD and no gradient clipping, so concentrated credit is a "
+                   "larger step), "
                    "full (whole suite, GPU-ready), micro (smoke)")
     b.add_argument("--model", help="policy to warm-start (default tiny): smollm2-135m or a dir")
     b.add_argument("--algo", action="append",

@@ -14,6 +14,8 @@ from ..estimators import INTEGRITY_POLICIES, parse_spec
 from ..harness.backend import BACKENDS, BackendSettings
 from ..tracer.choice import DEFAULT_TRACER, check_choice
 from .generation import GENERATIONS
+
+OPTIMIZERS = ("adamw", "sgd")
 from .rollout import RolloutConfig
 
 # [rollout] keys that say where the sandboxes run (harness/backend.py), not how turns go
@@ -57,7 +59,12 @@ class TrainConfig:
     eval_temperature: float = 0.0  # 0: greedy pass@1; 1: success of the sampling policy
     checkpoint_every: int = 1
     micro_batch: int = 4
-    max_grad_norm: float = 1.0
+    # the optimizer: "adamw" (default) or "sgd". Adam divides each parameter's step by its
+    # own gradient scale, and clipping caps the whole step, so neither lets a larger advantage
+    # on a few tokens (credit concentrated on one step) become a larger step there; plain SGD
+    # without clipping does (docs/credit-tier.md, "Why the ceiling stays low")
+    optimizer: str = "adamw"
+    max_grad_norm: float = 1.0  # 0: no clipping (the norm is still measured and logged)
     weight_decay: float = 0.0
     recompute_old_logprobs: bool = False  # True: re-score old log-probs before the update
     dynamic_sampling: bool = False  # DAPO: skip groups whose rewards are all equal
@@ -105,6 +112,12 @@ class TrainConfig:
         if self.generation not in GENERATIONS:
             raise ConfigError(f"field 'generation': must be one of "
                               f"{', '.join(map(repr, GENERATIONS))}, not {self.generation!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"field 'optimizer': must be one of "
+                              f"{', '.join(map(repr, OPTIMIZERS))}, not {self.optimizer!r}")
+        if not self.max_grad_norm >= 0:
+            raise ConfigError(f"field 'max_grad_norm': 0 (no clipping) or more, "
+                              f"not {self.max_grad_norm}")
         if self.integrity not in INTEGRITY_POLICIES:
             raise ConfigError(f"field 'integrity': must be one of "
                               f"{', '.join(map(repr, INTEGRITY_POLICIES))}, not {self.integrity!r}")

@@ -39,7 +39,7 @@ from .credit_metrics import credit_metrics, credit_metrics_for
 from .loss import LossConfig
 from .policy import load_policy
 from .providers import providers_for
-from .update import ppo_update
+from .update import make_optimizer, ppo_update
 from .rollout import Job, rollout_episodes
 
 
@@ -141,8 +141,8 @@ class Trainer:
         # what the estimator reads beyond the rollouts (a teacher's log-probs, ...)
         self.providers = providers_for(self.estimator.needs, cfg, self.policy)
         # no weight decay by default: with zero advantages the weights must not move
-        self.opt = torch.optim.AdamW(self.policy.model.parameters(), lr=cfg.lr,
-                                     weight_decay=cfg.weight_decay)
+        self.opt = make_optimizer(cfg.optimizer, self.policy.model.parameters(), cfg.lr,
+                                  cfg.weight_decay)
         self.start = 0
         if ckpt is not None:
             self.start = load_state(ckpt, self.opt)["step"] + 1

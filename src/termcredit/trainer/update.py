@@ -10,13 +10,24 @@ from .loss import LossConfig, LossInputs, global_counts, policy_loss
 from .policy import pad_batch
 
 
+def make_optimizer(name: str, params: Any, lr: float,
+                   weight_decay: float = 0.0) -> torch.optim.Optimizer:
+    """The trainer's optimizer by its config name (``TrainConfig.optimizer``)."""
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay)
+    raise ValueError(f"unknown optimizer {name!r}: adamw or sgd")
+
+
 def ppo_update(policy: Any, opt: torch.optim.Optimizer, seqs: Sequence[Sequence[int]],
                masks: Sequence[Sequence[int]], advantages: Sequence[Sequence[float]],
                old: Sequence[Sequence[float]], ref: Sequence[Sequence[float]] | None,
                loss_cfg: LossConfig, *, micro_batch: int = 4,
                max_grad_norm: float = 1.0) -> dict[str, float]:
     """Gradients of every micro-batch add up to the full batch's (global token / sequence
-    counts), then one clipped optimizer step. Returns loss, grad norm and loss metrics."""
+    counts), then one optimizer step, clipped to ``max_grad_norm`` (0: not clipped). Returns
+    loss, grad norm and loss metrics."""
     n_tok, n_seq = global_counts(torch.tensor(m, dtype=torch.float32)[None] for m in masks)
     dev = policy.device
     policy.model.train()
@@ -44,7 +55,8 @@ def ppo_update(policy: Any, opt: torch.optim.Optimizer, seqs: Sequence[Sequence[
         for k, v in out.metrics.items():
             if k != "n_tokens":
                 metrics[k] = metrics.get(k, 0.0) + weight * v
-    grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(), max_grad_norm)
+    grad_norm = torch.nn.utils.clip_grad_norm_(policy.model.parameters(),
+                                               max_grad_norm or float("inf"))
     opt.step()
     policy.model.eval()
     return {"loss": total, "grad_norm": float(grad_norm), "kl": metrics.get("approx_kl", 0.0),
