@@ -96,3 +96,19 @@ def test_the_ceiling_is_the_best_oracle_weighting() -> None:
     tie = _runs({"grpo": [[0, 0]], "depgpo": [[1, 0]], "oracle": [[1, 1]],
                  "oracle[negative=uniform]": [[1, 1]]})
     assert compare(tie, n_boot=200)["captured"]["ceiling"] == "oracle"
+
+
+def test_without_plain_depgpo_its_shape_is_the_reference() -> None:
+    # the menu-sgd tier runs only a DepGPO shape: it is what captured measures.
+    # shape − grpo = [1, 0, 0, 0] -> 0.25; oracle[...] − grpo = [1, 1, 0, 0] -> 0.5: 0.5
+    shape = "depgpo[negative=faults,omission=done]"
+    runs = _runs({"grpo": [[0, 0, 1, 0]], "oracle[omission=done]": [[1, 1, 1, 0]],
+                  shape: [[1, 0, 1, 0]]})
+    cmp_ = compare(runs, n_boot=1000)
+    assert cmp_["reference"] == shape
+    assert set(cmp_["baselines"]) == {"grpo", "oracle[omission=done]"}
+    assert cmp_["captured"]["ref"] == shape
+    assert cmp_["captured"]["estimate"] == pytest.approx(0.5)
+    # with plain depgpo present it stays the reference
+    runs["depgpo"] = runs[shape]
+    assert compare(runs, n_boot=200)["reference"] == "depgpo"

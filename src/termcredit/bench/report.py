@@ -373,7 +373,8 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
              f"Tier **{cfg.tier}**, policy `{cfg.model}`, tasks: "
              + ", ".join(Path(t).name for t in cfg.tasks) + ".",
              f"Seeds {cfg.seeds}; {cfg.steps} updates, each of {_groups(cfg)}; "
-             f"learning rate {cfg.lr:g}{_optimizer(cfg)} for every algorithm; evaluation on held-out instances "
+             f"learning rate {cfg.lr:g}{_optimizer(cfg)} for every algorithm; evaluation on "
+             f"held-out instances "
              f"{cfg.eval_instances} ({doc['evaluation']}). Same starting checkpoint, same "
              "budgets, no per-algorithm tuning.", f"Hardware: {doc['hardware']}.", ""]
     start = doc["start"] or {}
@@ -396,6 +397,8 @@ def _markdown(doc: dict[str, Any], cfg: Any) -> str:
     lines += _mde_lines(doc)
     said = [e["sentence"] for e in cmp_.get("baselines", {}).values()]
     lines += ["", "## DepGPO against each baseline", ""]
+    if cmp_.get("reference", "depgpo") != "depgpo":
+        lines += [f"DepGPO here is `{cmp_['reference']}`: the tier runs no plain depgpo.", ""]
     lines += [f"- {s}" for s in said] or [cmp_.get("note", "No baseline in this run.")]
     if cmp_.get("ablations"):
         lines += ["", "## Variants (variant − its plain algorithm)", ""]

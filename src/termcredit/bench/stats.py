@@ -244,11 +244,21 @@ def _diff(a: dict[int, Run], b: dict[int, Run], n_boot: int
     return res
 
 
-def compare(runs: dict[str, dict[int, Run]], ref: str = REFERENCE,
+def reference(runs: dict[str, dict[int, Run]]) -> str:
+    """What the report compares against the others: plain DepGPO, or on a tier that runs only
+    DepGPO's shapes (``menu-sgd``) the first of them in the run's order."""
+    if runs.get(REFERENCE):
+        return REFERENCE
+    return next((a for a, seeds in runs.items() if seeds and is_variant(a)), REFERENCE)
+
+
+def compare(runs: dict[str, dict[int, Run]], ref: str | None = None,
             n_boot: int = N_BOOT) -> dict[str, Any]:
-    """The reference minus every other algorithm that is not one of its variants (baselines),
-    and every variant minus its plain algorithm where that ran too (ablations: DepGPO's own,
-    and e.g. ``opd[scope=relevant]`` − ``opd``), with paired bootstrap CIs and MDEs."""
+    """The reference (``reference``) minus every other algorithm that is not one of its
+    variants (baselines), and every variant minus its plain algorithm where that ran too
+    (ablations: DepGPO's own, and e.g. ``opd[scope=relevant]`` − ``opd``), with paired
+    bootstrap CIs and MDEs."""
+    ref = ref or reference(runs)
     if not runs.get(ref):
         return {"reference": ref, "baselines": {}, "ablations": {},
                 "note": f"no {ref} run: no differences to report"}
