@@ -37,3 +37,24 @@ def test_config_names_a_bad_optimizer_and_a_negative_clip() -> None:
     with pytest.raises(ConfigError, match="field 'max_grad_norm'"):
         TrainConfig(max_grad_norm=-1.0)
     assert TrainConfig(optimizer="sgd", max_grad_norm=0.0).optimizer == "sgd"
+
+
+def test_a_toml_config_sets_them_and_keeps_them_for_resume(tmp_path) -> None:
+    from termcredit.trainer.config import dump_config, load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text('optimizer = "sgd"\nlr = 0.1\nmax_grad_norm = 0.0\n')
+    cfg = load_config(path, {})
+    assert (cfg.optimizer, cfg.lr, cfg.max_grad_norm) == ("sgd", 0.1, 0.0)
+    assert 'optimizer = "sgd"' in dump_config(cfg)
+    path.write_text('optimizer = "adam"\n')
+    with pytest.raises(ConfigError, match=r"c.toml: field 'optimizer'"):
+        load_config(path, {})
+
+
+def test_every_bench_tier_is_a_cli_choice() -> None:
+    from termcredit.bench.protocol import TIERS
+    from termcredit.cli import build_parser
+
+    for tier in TIERS:
+        assert build_parser().parse_args(["bench", "--tier", tier]).tier == tier
