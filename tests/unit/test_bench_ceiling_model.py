@@ -42,6 +42,10 @@ def test_step_weights_by_hand() -> None:
     assert step_weights(SMALL, b, adv, "oracle-peak")[0][0].tolist() == [0.0, 1.0, 0.0, 0.0]
     assert step_weights(SMALL, b, adv, "oracle-done")[0][1].tolist() == [0.0, 0.0, 9.0, 0.0]
     assert step_weights(SMALL, b, adv, "grpo")[0][0].tolist() == [1.0, 1.0, 1.0, 1.0]
+    # oracle-also: the decoy and the done said at state 0 < k share the 26 tokens (10 blamed:
+    # 2.6 each); the omission's done alone as before
+    also = step_weights(SMALL, b, adv, "oracle-also")[0]
+    assert also[0] == pytest.approx([0.0, 2.6, 0.0, 2.6]) and also[1].tolist() == [0, 0, 9, 0]
     # a solved episode (Â > 0) keeps unit weights under every weighting
     assert step_weights(SMALL, b, -adv, "oracle")[0][0].tolist() == [1.0, 1.0, 1.0, 1.0]
     with pytest.raises(ValueError, match="weighting must be one of"):

@@ -19,7 +19,8 @@ so thousands of seeds cost seconds and success is computed exactly, not sampled:
   (``positive=uniform``), a failed one's blame goes on its decoys and errored commands,
   token-normalised (Σ n_t w_t = Σ n_t), or divided by its largest (``peak``: no token gets
   more than |Â|); a failed episode without either is an omission: unit weights, or blame on
-  the ``done`` that ended it (``omission=done``).
+  the ``done`` that ended it (``omission=done``); ``oracle-also`` blames the faults and also
+  any ``done`` said before state K, in every failed episode.
 
 It is a model, not a measurement: a table has no parameters shared between states, so
 credit placed on the wrong step cannot leak to others; it says what per-step credit can do
@@ -34,7 +35,7 @@ import numpy as np
 
 NEXT, DONE = "next", "done"
 CMD_TOKENS, DONE_TOKENS = 8, 2
-WEIGHTINGS = ("grpo", "oracle", "oracle-done", "oracle-peak")
+WEIGHTINGS = ("grpo", "oracle", "oracle-done", "oracle-peak", "oracle-also")
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,8 @@ def step_weights(chain: Chain, batch: Batch, adv: np.ndarray, weighting: str) ->
     if weighting == "oracle-done":                 # an omission: blame the done that ended it
         omission = ~fault.any(-1, keepdims=True)
         blamed |= omission & (kind == 4)
+    if weighting == "oracle-also":                 # and any done said with work missing
+        blamed |= (kind == 4) & (batch.states < chain.k)
     blame = blamed.astype(float)
     has = blame.any(-1, keepdims=True)
     if weighting == "oracle-peak":
@@ -245,6 +248,10 @@ class Protocol:
     group: int = 6
     lr: float = 0.1
     optimizer: str = "adam"     # or "sgd"
+    # also a bias per action shared by every state (logits = table + bias), trained with it:
+    # a step on one state's choice then moves that choice in every state, as a language
+    # model's step on a command's tokens does in every context where they can follow
+    shared: bool = False
 
 
 def train(chain: Chain, protocol: Protocol, weighting: str, seeds: int,
@@ -252,13 +259,21 @@ def train(chain: Chain, protocol: Protocol, weighting: str, seeds: int,
     """Exact outcomes of each seed's policy at the start and after every update. Every
     weighting with the same ``rng_seed`` starts from the same random stream."""
     rng = np.random.default_rng(rng_seed)
-    logits = np.repeat(chain.start_logits()[None], seeds, axis=0)
-    opt = Adam(protocol.lr) if protocol.optimizer == "adam" else SGD(protocol.lr)
+    table = np.repeat(chain.start_logits()[None], seeds, axis=0)
+    bias = np.zeros((seeds, 1, chain.actions))
+    new = (lambda: Adam(protocol.lr)) if protocol.optimizer == "adam" else (
+        lambda: SGD(protocol.lr))
+    opt, opt_bias = new(), new()
+    logits = table
     history = [exact_outcomes(chain, logits)]
     for _ in range(protocol.updates):
         batch = rollout(chain, logits, protocol.groups * protocol.group, rng)
         adv = group_adv(batch.reward, protocol.group)
         w = step_weights(chain, batch, adv, weighting)
-        logits = opt.step(logits, loss_grad(chain, logits, batch, adv, w))
+        grad = loss_grad(chain, logits, batch, adv, w)
+        table = opt.step(table, grad)
+        if protocol.shared:  # d loss / d bias = the sum over states of d loss / d logits
+            bias = opt_bias.step(bias, grad.sum(1, keepdims=True))
+        logits = table + bias
         history.append(exact_outcomes(chain, logits))
     return history
