@@ -68,10 +68,14 @@ def close(got: list[float], want: list[float]) -> None:
 
 def test_labels_need_a_clean_run_for_necessary_and_none_for_breaking() -> None:
     a, b, c = group()
-    assert a.info[INFO_KEY] == {"necessary": [1, 2], "breaking": [], "references": []}
-    # B's answer step matches but exited 1: not necessary work done; its rm matches breaking
-    assert b.info[INFO_KEY] == {"necessary": [0], "breaking": [1], "references": []}
-    assert label_steps(c, SPEC) == {"necessary": [0], "breaking": [], "references": []}
+    assert a.info[INFO_KEY] == {"necessary": [1, 2], "breaking": [], "untried": 0,
+                                "references": []}
+    # B's answer step matches but exited 1: not necessary work done, but tried; its rm
+    # matches breaking. C never tried '> /app/answer'
+    assert b.info[INFO_KEY] == {"necessary": [0], "breaking": [1], "untried": 0,
+                                "references": []}
+    assert label_steps(c, SPEC) == {"necessary": [0], "breaking": [], "untried": 1,
+                                    "references": []}
 
 
 def test_step_advantages_by_hand() -> None:
@@ -136,7 +140,7 @@ def test_the_trainer_reads_each_task_toml_and_refuses_a_task_without(tmp_path) -
     t = traj(1.0, [step(0, "rm -rf /app"), step(1, "tar -xzf a.tgz")], [1, 1])
     provide([t])
     # the references: the solution's commands, then the demonstrations' declared ones
-    assert t.info[INFO_KEY] == {"necessary": [1], "breaking": [0],
+    assert t.info[INFO_KEY] == {"necessary": [1], "breaking": [0], "untried": 0,
                                 "references": ["tar -xzf a.tgz", "sha256sum -c s", "ls"]}
     bare = make_task(tmp_path / "u", "timeout_sec = 60\n")
     with pytest.raises(ValueError, match=r"u/task.toml: the oracle estimator needs"):
@@ -220,3 +224,30 @@ def test_omission_done_blames_the_done_that_ended_it_with_work_missing() -> None
     close(estimators.build("oracle")([a, b, c2]).step_advantages[2], [-1 / R2] * 3)
     with pytest.raises(ValueError, match="oracle: omission must be one of 'unit', 'done'"):
         estimators.build("oracle", omission="last")
+
+
+def test_omission_also_blames_a_premature_done_beside_the_faults() -> None:
+    # B' = tar -xzf | rm -rf /app/data (breaking) | done, tokens [1, 2, 2]; '> /app/answer'
+    # never tried, so its done is blamed too: credits [0, 1, 1], K 3, Σ 2 -> f = [0, 1.5, 1.5];
+    # Σn 5, Σ n·f 6 -> w = f·5/6 = [0, 1.25, 1.25]; Â = −1/√2.
+    # omission=done leaves the done alone there (a fault was found), so it is an untraced step
+    # (credit None, weight 1): traced K 2, Σ 1 -> f = [0, 2, 1]; Σ n·f 6 -> w = [0, 5/3, 5/6]. B (no done, every necessary command tried) keeps [0, 4/3, 4/3]; C' (an
+    # omission that never tried the answer) is blamed on its done as with omission=done
+    a, b, _ = group()
+    b2 = traj(0.0, [step(0, "tar -xzf /app/in.tgz"), step(1, "rm -rf /app/data"),
+                    step(2, None)], [1, 2, 2])
+    c2 = traj(0.0, [step(0, "tar -xzf /app/in.tgz"), step(1, "echo hi"), step(2, None)],
+              [1, 1, 2])
+    OracleSteps({"t": SPEC})([b2, c2])
+    also = estimators.build("oracle", omission="also")
+    close(also([a, b2, c2]).step_advantages[1], [0.0, -1.25 / R2, -1.25 / R2])
+    close(also([a, b2, c2]).step_advantages[2], [0.0, 0.0, -R2])
+    close(also([a, b, c2]).step_advantages[1], [0.0, -4 / 3 / R2, -4 / 3 / R2])
+    close(estimators.build("oracle", omission="done")([a, b2, c2]).step_advantages[1],
+          [0.0, -5 / 3 / R2, -5 / 6 / R2])
+    # every necessary command tried (the answer's failed): a faultless-looking `done` is not
+    # premature, so unit weights as an omission
+    d = traj(0.0, [step(0, "tar -xzf /app/in.tgz"), step(1, "echo > /app/answer"),
+                   step(2, None)], [1, 1, 2])
+    OracleSteps({"t": SPEC})([d])
+    close(also([a, b, d]).step_advantages[2], [-1 / R2] * 3)

@@ -25,7 +25,9 @@ the estimator reads nothing but the rollout records. Per trajectory:
   whose command failed, 0 for the other commands; with no such step the failure is an
   omission and nothing present is at fault: GRPO's unit weights (``omission = "unit"``), or,
   with ``omission = "done"``, blame on the `done` that ended it with work missing (the one
-  decision that made it an omission; on an episode the turn budget ended: unit weights).
+  decision that made it an omission; on an episode the turn budget ended: unit weights);
+  ``omission = "also"`` blames, in any failed episode, faults or not, the `done` that ended it
+  while some necessary command was never tried, beside its faults.
 
 Both go through DepGPO's own ``step_weights`` (subtract the minimum, token-normalise, fall
 back to unit weights on tied credits) and A_{i,t} = Â_i · w_t spread over the step's loss
@@ -85,14 +87,16 @@ class OracleSpec:
 
 def label_steps(traj: Trajectory, spec: OracleSpec) -> dict[str, list]:
     """Step indices whose command matches a necessary pattern and ran cleanly, and those
-    whose command matches a breaking pattern (whatever its exit status: it ran); and the
-    task's reference commands."""
+    whose command matches a breaking pattern (whatever its exit status: it ran); how many
+    necessary patterns no command matched at all (``untried``); and the task's reference
+    commands."""
     def hits(patterns: Sequence[re.Pattern[str]], s: Step) -> bool:
         return s.command is not None and any(p.search(s.command.command) for p in patterns)
 
     return {"necessary": [s.index for s in traj.steps
                           if ran_cleanly(s) and hits(spec.necessary, s)],
             "breaking": [s.index for s in traj.steps if hits(spec.breaking, s)],
+            "untried": sum(not any(hits([p], s) for s in traj.steps) for p in spec.necessary),
             "references": list(spec.references)}
 
 
@@ -112,8 +116,12 @@ NEGATIVE = ("blame", "uniform")
 # ground truth then only places blame)
 POSITIVE = ("necessary", "uniform")
 # and an omission's (a failed episode with no breaking or failed command): GRPO's unit weights,
-# or blame on its final `done` (an episode that said done with a necessary step missing)
-OMISSION = ("unit", "done")
+# or blame on its final `done` (an episode that said done with a necessary step missing);
+# "also": blame that `done` in every failed episode, faults or not, where some necessary
+# command was never even tried (on the menu tier a third of GRPO's decoy episodes also
+# stopped early, and spread blame on their `done` was what kept the policy from stopping
+# early: docs/credit-tier.md)
+OMISSION = ("unit", "done", "also")
 
 
 def _unit(traj: Trajectory, why: str) -> StepWeights:
@@ -174,7 +182,9 @@ class Oracle:
         hot = lab["breaking"] | errored_steps(traj)
         if self.negative == "uniform":
             hot = set()
-        if not hot and self.negative == "blame" and self.omission == "done":
+        elif self.omission == "also" and traj.info[INFO_KEY].get("untried", 0):
+            hot |= final_done(traj)  # it said done with work never tried
+        elif not hot and self.omission == "done":
             hot = final_done(traj)
         if not hot:  # an omission: nothing present is at fault
             return _unit(traj, "omission")
