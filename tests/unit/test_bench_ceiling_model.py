@@ -66,3 +66,19 @@ def test_training_lowers_the_decoy_and_same_stream_same_start() -> None:
     h = train(Chain(), Protocol(lr=10.0, optimizer="sgd"), "oracle", seeds=64)
     assert h[0].success.mean() == pytest.approx(0.2527, abs=1e-3)
     assert h[-1].decoy.mean() < h[0].decoy.mean() - 0.2
+
+
+def test_a_shared_bias_moves_every_state_by_the_sum_of_the_states_steps() -> None:
+    # one SGD update from the same stream: the table moves by -lr·g per state either way, and
+    # the shared bias by -lr·Σ_states g, so every state moves by its own step plus the sum
+    proto = dict(updates=1, lr=5.0, optimizer="sgd")
+    plain = train(Chain(), Protocol(**proto), "grpo", seeds=2, rng_seed=3)
+    shared = train(Chain(), Protocol(**proto, shared=True), "grpo", seeds=2, rng_seed=3)
+    start = plain[0].logits
+    finite = np.isfinite(start)  # `next` at state K stays −inf whatever the bias
+    with np.errstate(invalid="ignore"):
+        own = np.where(finite, plain[-1].logits - start, 0.0)
+        got = shared[-1].logits - start
+    assert np.abs(own).max() > 0
+    want = own + own.sum(1, keepdims=True)
+    assert got[finite] == pytest.approx(want[finite])

@@ -102,6 +102,7 @@ class Outcomes:
     decoy: np.ndarray      # failed with a decoy run
     errored: np.ndarray    # failed with an errored command and no decoy
     omission: np.ndarray   # failed with neither
+    logits: np.ndarray | None = field(default=None, repr=False)  # the policy's, from train
 
 
 def exact_outcomes(chain: Chain, logits: np.ndarray) -> Outcomes:
@@ -266,6 +267,7 @@ def train(chain: Chain, protocol: Protocol, weighting: str, seeds: int,
     opt, opt_bias = new(), new()
     logits = table
     history = [exact_outcomes(chain, logits)]
+    history[0].logits = logits
     for _ in range(protocol.updates):
         batch = rollout(chain, logits, protocol.groups * protocol.group, rng)
         adv = group_adv(batch.reward, protocol.group)
@@ -276,4 +278,5 @@ def train(chain: Chain, protocol: Protocol, weighting: str, seeds: int,
             bias = opt_bias.step(bias, grad.sum(1, keepdims=True))
         logits = table + bias
         history.append(exact_outcomes(chain, logits))
+        history[-1].logits = logits
     return history
