@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import re
 from pathlib import Path
 
@@ -38,10 +39,16 @@ ESTIMATORS = ["grpo", "oracle[positive=uniform,inside=true]",
 SETTINGS = [("adamw", 1e-4, 1.0), ("sgd", 0.1, 1.0), ("sgd", 0.1, 0.0)]
 
 
+@functools.cache
+def decoys_of(name: str) -> list[re.Pattern[str]]:
+    """A task's declared breaking commands, read once per task."""
+    task = load_task(REPO / "tasks" / name)
+    return [re.compile("^" + re.escape(c) + "$") for c in declared(task).get("breaking", [])]
+
+
 def step_kinds(traj: Trajectory) -> list[str | None]:
     """Each token's step kind: decoy (a declared breaking command), done, other."""
-    task = load_task(REPO / "tasks" / traj.task.split("/")[-1])
-    decoys = [re.compile("^" + re.escape(c) + "$") for c in declared(task).get("breaking", [])]
+    decoys = decoys_of(traj.task.split("/")[-1])
     kinds: list[str | None] = [None] * len(traj.tokens.token_ids)
     for s, (a, b) in zip(traj.steps, traj.tokens.step_spans):
         cmd = s.command.command if s.command is not None else ""

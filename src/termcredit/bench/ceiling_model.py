@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-NEXT, DONE = "next", "done"
+# the action classes
+NEXT, LOOK, DECOY, WRONG, DONE = range(5)
 CMD_TOKENS, DONE_TOKENS = 8, 2
 WEIGHTINGS = ("grpo", "oracle", "oracle-done", "oracle-peak", "oracle-also")
 
@@ -66,11 +67,12 @@ class Chain:
         return self.k + self.extra_turns
 
     def kinds(self) -> np.ndarray:
-        """Each action's class: 0 next, 1 look, 2 decoy, 3 wrong, 4 done."""
-        return np.array([0] + [1] * self.looks + [2] * self.decoys + [3] * self.wrong + [4])
+        """Each action's class (NEXT, LOOK, DECOY, WRONG, DONE)."""
+        return np.array([NEXT] + [LOOK] * self.looks + [DECOY] * self.decoys
+                        + [WRONG] * self.wrong + [DONE])
 
     def tokens(self) -> np.ndarray:
-        return np.where(self.kinds() == 4, DONE_TOKENS, CMD_TOKENS).astype(float)
+        return np.where(self.kinds() == DONE, DONE_TOKENS, CMD_TOKENS).astype(float)
 
     def start_logits(self) -> np.ndarray:
         """(k+1, actions) log-probabilities of the start; −inf for ``next`` at state K."""
@@ -102,7 +104,7 @@ class Outcomes:
     decoy: np.ndarray      # failed with a decoy run
     errored: np.ndarray    # failed with an errored command and no decoy
     omission: np.ndarray   # failed with neither
-    logits: np.ndarray | None = field(default=None, repr=False)  # the policy's, from train
+    logits: np.ndarray | None = field(default=None, repr=False)  # the policy's
 
 
 def exact_outcomes(chain: Chain, logits: np.ndarray) -> Outcomes:
@@ -116,15 +118,16 @@ def exact_outcomes(chain: Chain, logits: np.ndarray) -> Outcomes:
     mass[:, 0, 0, 0] = 1.0
     ended = np.zeros_like(mass)                               # said done there
     for _ in range(chain.budget):
-        new = mass * p[1]                                     # a look-around changes nothing
-        new[:, 1:] += (mass * p[0])[:, :K]                    # next: one state on
-        new[:, :, 1] += (mass * p[2]).sum(2)                  # a decoy breaks the task
-        new[:, :, :, 1] += (mass * p[3]).sum(3)               # an errored command
-        ended += mass * p[4]
+        new = mass * p[LOOK]                                  # a look-around changes nothing
+        new[:, 1:] += (mass * p[NEXT])[:, :K]                 # next: one state on
+        new[:, :, 1] += (mass * p[DECOY]).sum(2)              # a decoy breaks the task
+        new[:, :, :, 1] += (mass * p[WRONG]).sum(3)           # an errored command
+        ended += mass * p[DONE]
         mass = new
     final = ended + mass                                      # the verifier runs either way
     return Outcomes(success=final[:, K, 0].sum(-1), decoy=final[:, :, 1].sum((-1, -2)),
-                    errored=final[:, :K, 0, 1].sum(-1), omission=final[:, :K, 0, 0].sum(-1))
+                    errored=final[:, :K, 0, 1].sum(-1), omission=final[:, :K, 0, 0].sum(-1),
+                    logits=logits)
 
 
 @dataclass
@@ -153,9 +156,9 @@ def rollout(chain: Chain, logits: np.ndarray, episodes: int, rng: np.random.Gene
         states[..., t] = np.where(alive, state, -1)
         actions[..., t] = np.where(alive, a, -1)
         kind = kinds[a]
-        state = np.where(alive & (kind == 0), state + 1, state)
-        broken |= alive & (kind == 2)
-        alive &= kind != 4
+        state = np.where(alive & (kind == NEXT), state + 1, state)
+        broken |= alive & (kind == DECOY)
+        alive &= kind != DONE
     return Batch(states, actions, ((state == chain.k) & ~broken).astype(float))
 
 
@@ -177,13 +180,13 @@ def step_weights(chain: Chain, batch: Batch, adv: np.ndarray, weighting: str) ->
         raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, not {weighting!r}")
     kind = np.where(present, chain.kinds()[np.maximum(batch.actions, 0)], -1)
     n = np.where(present, chain.tokens()[np.maximum(batch.actions, 0)], 0.0)
-    fault = (kind == 2) | (kind == 3)
+    fault = (kind == DECOY) | (kind == WRONG)
     blamed = fault.copy()
     if weighting == "oracle-done":                 # an omission: blame the done that ended it
         omission = ~fault.any(-1, keepdims=True)
-        blamed |= omission & (kind == 4)
+        blamed |= omission & (kind == DONE)
     if weighting == "oracle-also":                 # and any done said with work missing
-        blamed |= (kind == 4) & (batch.states < chain.k)
+        blamed |= (kind == DONE) & (batch.states < chain.k)
     blame = blamed.astype(float)
     has = blame.any(-1, keepdims=True)
     if weighting == "oracle-peak":
@@ -267,7 +270,6 @@ def train(chain: Chain, protocol: Protocol, weighting: str, seeds: int,
     opt, opt_bias = new(), new()
     logits = table
     history = [exact_outcomes(chain, logits)]
-    history[0].logits = logits
     for _ in range(protocol.updates):
         batch = rollout(chain, logits, protocol.groups * protocol.group, rng)
         adv = group_adv(batch.reward, protocol.group)
@@ -278,5 +280,4 @@ def train(chain: Chain, protocol: Protocol, weighting: str, seeds: int,
             bias = opt_bias.step(bias, grad.sum(1, keepdims=True))
         logits = table + bias
         history.append(exact_outcomes(chain, logits))
-        history[-1].logits = logits
     return history
